@@ -1,0 +1,1 @@
+"""The ImageCL grammar (imagecl.lark), shipped as package data."""

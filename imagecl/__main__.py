@@ -1,0 +1,6 @@
+"""`python -m imagecl ...` behaves exactly like `imagecl ...`."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Front end: source text -> IR (pragmas, lark parse, tree -> dataclasses)."""

@@ -1,0 +1,1 @@
+"""Runtime on pyopencl: devices, argument marshalling, building and launching kernels."""

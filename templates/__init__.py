@@ -1,0 +1,1 @@
+"""Jinja2 templates of the generated OpenCL programs, shipped as package data."""
