@@ -1,0 +1,1 @@
+"""Code generation: the OpenCL C emitter and the variant generators."""

@@ -1,0 +1,1 @@
+"""The typed IR: nodes, types, built-ins, constant evaluation, traversal."""

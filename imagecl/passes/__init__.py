@@ -1,0 +1,1 @@
+"""Analysis and transformation passes over the typed IR."""
