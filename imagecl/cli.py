@@ -47,6 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="device index or name fragment (default: $IMAGECL_DEVICE, else the first GPU)")
     run.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json")
 
+    space = sub.add_parser("space", help="print a program's tuning space on a device")
+    space.add_argument("file")
+    space.add_argument("--device", help="device index or name fragment (default: $IMAGECL_DEVICE, else the first GPU)")
+    space.add_argument("--size", help="problem size WxH[xD], for size-dependent constraints (e.g. image limits)")
+    space.add_argument("--json", action="store_true", help="print the space as JSON")
+    space.add_argument("--random", type=int, metavar="N", help="also print N random valid configurations")
+    space.add_argument("--seed", type=int, default=0, help="seed for --random")
+
+    comp.add_argument("--device", help="device whose limits the configuration is checked against")
+
     sub.add_parser("devices", help="list the OpenCL devices")
     return parser
 
@@ -127,6 +137,37 @@ def _run(args) -> int:
     return 0
 
 
+def parse_size(text: str) -> tuple[int, ...]:
+    """'4096x2048' (width x height [x depth]) -> NumPy shape (2048, 4096)."""
+    try:
+        sizes = [int(part) for part in text.lower().split("x")]
+    except ValueError:
+        raise ArgumentError(f"--size must look like WIDTHxHEIGHT[xDEPTH], got '{text}'") from None
+    if not 2 <= len(sizes) <= 3 or any(s <= 0 for s in sizes):
+        raise ArgumentError(f"--size must look like WIDTHxHEIGHT[xDEPTH] with positive sizes, got '{text}'")
+    return tuple(reversed(sizes))
+
+
+def _space(args) -> int:
+    program = _load(args.file)
+    shape = parse_size(args.size) if args.size else None
+    if shape is not None and len(shape) != program.info.grid_dims:
+        raise ArgumentError(f"--size has {len(shape)} dimensions but the grid of '{program.name}' has "
+                            f"{program.info.grid_dims}")
+    space = program.space_for(args.device, shape)
+    samples = space.random(args.random, seed=args.seed) if args.random else []
+    if args.json:
+        data = space.to_json()
+        if args.random:
+            data["random"] = samples
+        print(json.dumps(data, indent=2))
+    else:
+        print(space.describe())
+        for config in samples:
+            print(json.dumps(config))
+    return 0
+
+
 def _number(name: str, text: str):
     try:
         return int(text, 0)
@@ -161,7 +202,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
         if args.command == "compile":
             program = _load(args.file)
-            source = program.opencl_source(_parse_config(args.config))
+            source = program.opencl_source(_parse_config(args.config), device=args.device)
             if args.output:
                 try:
                     Path(args.output).write_text(source)
@@ -174,11 +215,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _run(args)
         if args.command == "devices":
             return _devices()
+        if args.command == "space":
+            return _space(args)
     except ImageCLError as exc:
         from .errors import CompileError
 
         print(str(exc) if isinstance(exc, CompileError) else f"imagecl: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # e.g. `imagecl space ... | head`: the reader left, nothing to report
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
     except KeyboardInterrupt:
         print("imagecl: interrupted", file=sys.stderr)
         return 130

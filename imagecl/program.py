@@ -1,28 +1,33 @@
-"""A compiled ImageCL program: the checked IR, its OpenCL variants, and running it."""
+"""A compiled ImageCL program: the checked IR, its tuning space, its variants, and running them."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from .codegen.naive import generate, kernel_args
-from .errors import ConfigError, suggestion_suffix
+from .codegen.variant import VariantPlan, generate, kernel_args, launch_geometry, tile_bytes_at_launch
+from .errors import ConfigError, ImageCLError
 from .frontend.parser import parse
+from .passes.footprint import AccessAnalysis
 from .passes.semantic import ProgramInfo, analyse
 from .runtime import launcher
-from .runtime.arguments import prepare
+from .runtime.arguments import PreparedArgs, prepare
 from .runtime.devices import select_device
+from .space import DeviceLimits, Space, TunableScope, analyses_per_tunables, build_space
 
 
 class Program:
     """One `.icl` kernel, checked and ready to run on any OpenCL device.
 
-    `prog(**arrays_and_scalars)` runs it and returns every written array as a NumPy array.
+    `prog(**arrays_and_scalars)` runs it and returns every written array as a NumPy array;
+    `prog.space` is its tuning space on the default device; `prog(..., config=cfg)` runs a variant.
     """
 
     def __init__(self, info: ProgramInfo) -> None:
         self.info = info
+        self._check_forced_local_memory()
 
     # ---- description ---------------------------------------------------------------
     @property
@@ -44,31 +49,67 @@ class Program:
     def __repr__(self) -> str:
         return f"<imagecl.Program '{self.name}' from {self.filename}: outputs {', '.join(self.outputs)}>"
 
-    # ---- configurations ----------------------------------------------------------------
-    def check_config(self, config: Optional[Mapping[str, Any]]) -> dict[str, int]:
-        """Validate a configuration; returns the tunable values it selects."""
+    # ---- analyses and the space ---------------------------------------------------------
+    @functools.cached_property
+    def analyses(self) -> dict[tuple, AccessAnalysis]:
+        """Access analyses per assignment of the tunables (footprints may depend on them)."""
+        return analyses_per_tunables(self.info)
+
+    def analysis_for(self, tunables: Mapping[str, int]) -> AccessAnalysis:
+        return self.analyses[tuple(sorted((k, int(v)) for k, v in tunables.items()))]
+
+    @property
+    def space(self) -> Space:
+        """The tuning space on the default device."""
+        return self.space_for()
+
+    def space_for(self, device: Any = None, problem_shape: Optional[tuple[int, ...]] = None) -> Space:
+        """The tuning space on `device` (index, name fragment or pyopencl Device); with a problem
+        shape (NumPy order), size-dependent limits such as image sizes become constraints too."""
+        limits = DeviceLimits.of(select_device(device))
+        return self.space_for_limits(limits, problem_shape)
+
+    def space_for_limits(self, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None) -> Space:
+        key = (limits, problem_shape)
+        cache = self.__dict__.setdefault("_spaces", {})
+        if key not in cache:
+            cache[key] = build_space(self.info, limits, problem_shape)
+        return cache[key]
+
+    def _check_forced_local_memory(self) -> None:
+        for name in self.info.placement["local_mem"]:
+            for analysis in self.analyses.values():
+                fp = analysis.footprints.get(name)
+                if fp is None or not fp.bounded:
+                    pos = next((a.pos for p in self.info.unit.pragmas if p.name == "local_mem"
+                                for a in p.args if a.name == name), self.info.kernel.pos)
+                    from .errors import CompileError
+
+                    raise CompileError(
+                        f"'{name}' cannot be placed in local memory: its reads are not at bounded offsets "
+                        "from the grid point", pos.line, pos.column, self.info.filename, self.info.unit.source)
+
+    # ---- variants ----------------------------------------------------------------------------
+    def plan(self, config: Optional[Mapping[str, Any]] = None, device: Any = None) -> VariantPlan:
+        """The variant a configuration selects (None: the naive variant)."""
         if config is None:
-            return {}
-        if not isinstance(config, Mapping):
-            raise ConfigError(f"a configuration is a dict of parameter values, not {type(config).__name__}")
-        chosen: dict[str, int] = {}
-        for key, value in config.items():
-            if key not in self.info.tunables:
-                raise ConfigError(f"'{key}' is not a tuning parameter of '{self.name}'"
-                                  + suggestion_suffix(str(key), self.info.tunables))
-            allowed = self.info.tunables[key]
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) not in allowed:
-                raise ConfigError(f"tuning parameter '{key}' must be one of {allowed}, got {value!r}")
-            chosen[key] = int(value)
-        return chosen
+            return VariantPlan.naive(self.info)
+        full = self.space_for(device).complete(config)
+        return VariantPlan.from_config(self.info, full)
 
-    def opencl_source(self, config: Optional[Mapping[str, Any]] = None) -> str:
+    def opencl_source(self, config: Optional[Mapping[str, Any]] = None, device: Any = None) -> str:
         """The OpenCL C source of the variant selected by `config` (None: the naive variant)."""
-        tunables = self.check_config(config)
-        lines = [f"{k} = {v}" for k, v in sorted(tunables.items())]
-        return generate(self.info, tunable_values=tunables, config_lines=lines)
+        plan = self.plan(config, device)
+        lines = [] if config is None else [
+            "configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(self.space_for(device).complete(config).items()))]
+        return self.source_of(plan, lines)
 
-    # ---- running ----------------------------------------------------------------------
+    def source_of(self, plan: VariantPlan, config_lines: Optional[list[str]] = None) -> str:
+        tunables = dict(plan.tunables)
+        with TunableScope(self.info, tunables):
+            return generate(self.info, plan, config_lines, self.analysis_for(tunables))
+
+    # ---- running ----------------------------------------------------------------------------------
     def __call__(self, device: Any = None, config: Optional[Mapping[str, Any]] = None,
                  **arguments: Any) -> dict[str, np.ndarray]:
         outputs, _ = self.run(arguments, device=device, config=config)
@@ -77,31 +118,41 @@ class Program:
     def run(self, arguments: Mapping[str, Any], device: Any = None,
             config: Optional[Mapping[str, Any]] = None) -> tuple[dict[str, np.ndarray], float]:
         """Run once; returns the written arrays and the kernel's time in seconds (profiling events)."""
-        source = self.opencl_source(config)
-        prepared = prepare(self.info, dict(arguments))
         cl_device = select_device(device)
+        prepared = prepare(self.info, dict(arguments))
+        if config is None:
+            plan = VariantPlan.naive(self.info)
+        else:
+            space = self.space_for_limits(DeviceLimits.of(cl_device), prepared.grid_shape)
+            plan = VariantPlan.from_config(self.info, space.complete(config))
+        source = self.source_of(plan)
         program = launcher.build(cl_device, source)
-        values, buffers = self._kernel_values(prepared)
-        global_size = tuple(reversed(prepared.grid_shape))
-        return launcher.run_kernel(cl_device, program, self.name, values, global_size, None, prepared,
-                                   buffers, prepared.outputs)
+        launch = self.launch_for(plan, prepared)
+        return launcher.run_kernel(cl_device, program, self.name, launch, prepared)
 
-    def _kernel_values(self, prepared) -> tuple[list, list[str]]:
+    def launch_for(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
+        """Everything the host passes for one launch of `plan` on `prepared` arguments."""
+        if plan.local_mem and plan.wg is None:
+            plan = VariantPlan(**{**plan.__dict__, "wg": (16, 16) if self.info.grid_dims == 2 else (8, 8, 4)})
+        analysis = self.analysis_for(dict(plan.tunables))
         values: list = []
-        buffers: list[str] = []
-        for arg in kernel_args(self.info):
-            if arg.role == "buffer":
-                values.append(("buffer", arg.name))
-                buffers.append(arg.name)
+        for arg in kernel_args(self.info, plan):
+            if arg.role in ("buffer", "image"):
+                values.append((arg.role, arg.name))
             elif arg.role == "extent":
                 shape = prepared.arrays[arg.param].shape
                 dims = self.info.arrays[arg.param].dims
                 values.append(np.int32(shape[dims - 1 - arg.axis]))
             elif arg.role == "length":
                 values.append(np.int32(prepared.arrays[arg.param].shape[0]))
+            elif arg.role == "tile":
+                values.append(("local", tile_bytes_at_launch(self.info, plan, analysis, arg.param)))
             else:
                 values.append(prepared.scalars[arg.param])
-        return values, buffers
+        grid_xyz = tuple(reversed(prepared.grid_shape))
+        global_size, local_size = launch_geometry(self.info, plan, grid_xyz)
+        images = {n: self.info.arrays[n].dims for n in plan.image_mem}
+        return launcher.Launch(values, global_size, local_size, images)
 
 
 def compile(source: str, filename: str = "<string>") -> Program:  # noqa: A001 - the API's name
@@ -112,8 +163,6 @@ def compile(source: str, filename: str = "<string>") -> Program:  # noqa: A001 -
 
 def load(path: str | Path) -> Program:
     """Read and check a `.icl` file."""
-    from .errors import ImageCLError
-
     p = Path(path)
     try:
         text = p.read_text()

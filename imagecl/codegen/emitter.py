@@ -92,10 +92,12 @@ def _zero(t: ty.Type) -> str:
 
 
 class Emitter:
-    def __init__(self, info: ProgramInfo, plan: AccessPlan, indent: str = "    ") -> None:
+    def __init__(self, info: ProgramInfo, plan: AccessPlan, indent: str = "    ",
+                 unroll: Optional[dict] = None) -> None:
         self.info = info
         self.plan = plan
         self.unit_indent = indent
+        self.unroll = unroll or {}  # id(For node) -> (factor, LoopInfo)
 
     def error(self, message: str, pos: ir.Pos) -> CompileError:
         unit = self.info.unit
@@ -132,6 +134,8 @@ class Emitter:
         if isinstance(s, ir.DoWhile):
             lines = [pad + "do"] + self.body(s.body, depth)
             return lines + [pad + f"while ({self.expr(s.cond)});"]
+        if isinstance(s, ir.For) and id(s) in self.unroll:
+            return self.unrolled(s, depth)
         if isinstance(s, ir.For):
             init = ""
             if isinstance(s.init, ir.VarDecl):
@@ -152,6 +156,36 @@ class Emitter:
         if isinstance(s, ir.Empty):
             return [pad + ";"]
         raise self.error(f"cannot generate code for {type(s).__name__}", s.pos)  # pragma: no cover
+
+    def unrolled(self, s: ir.For, depth: int) -> list[str]:
+        """The loop with its body repeated `factor` times; each copy binds the loop variable
+        to a constant offset, so indices into private arrays and tiles become constants."""
+        factor, loop = self.unroll[id(s)]
+        pad = self.unit_indent * depth
+        var = loop.var
+        ctype = var.type.c_name()
+        copies: list[str] = []
+        counter = f"imcl_u{s.pos.line}_{s.pos.column}"
+        lines = [pad + f"// loop over '{var.name}' unrolled by {factor} (of {loop.trip_count} iterations)"]
+        inner = depth if factor == loop.trip_count else depth + 1
+        for k in range(factor):
+            if factor == loop.trip_count:
+                value = str(loop.start + k * loop.step)
+            else:
+                offset = f"{counter} + {k}" if k else counter
+                value = f"{loop.start} + ({offset}) * {loop.step}" if loop.step != 1 else (
+                    f"{loop.start} + {offset}" if loop.start else offset)
+            body = s.body.body if isinstance(s.body, ir.Block) else [s.body]
+            ipad = self.unit_indent * inner
+            copies.append(ipad + "{")
+            copies.append(ipad + self.unit_indent + f"const {ctype} {var.name} = {value};")
+            for stmt in body:
+                copies.extend(self.stmt(stmt, inner + 1))
+            copies.append(ipad + "}")
+        if factor == loop.trip_count:
+            return lines + copies
+        head = f"for (int {counter} = 0; {counter} < {loop.trip_count}; {counter} += {factor})"
+        return lines + [pad + head, pad + "{"] + copies + [pad + "}"]
 
     def return_text(self, s: ir.Return) -> str:
         return "return;" if s.value is None else f"return {self.expr(s.value)};"

@@ -17,6 +17,8 @@ from ..ir.consteval import const_int
 
 BOUNDARY_MODES = ("constant", "clamped", "mirror", "wrap")
 GRID_INDICES = ("idx", "idy", "idz")
+# names of the tuning parameters the compiler itself creates (see imagecl/space.py)
+RESERVED_PARAMETER_NAMES = {"wg_x", "wg_y", "wg_z", "px_x", "px_y", "px_z", "interleaved"}
 
 
 @dataclass(eq=False)
@@ -64,6 +66,7 @@ class ProgramInfo:
     tunables: dict[str, list[int]]
     placement: dict[str, set[str]]  # pragma name ('image_mem', ...) -> forced array names
     unchecked_races: list[str] = field(default_factory=list)  # what could not be proven race-free
+    tunable_symbols: dict[str, ir.Symbol] = field(default_factory=dict)
 
     @property
     def filename(self) -> str:
@@ -159,6 +162,7 @@ class _Analyser:
             grid_dims=self.grid_dims,
             tunables=self.tunables,
             placement=placement,
+            tunable_symbols={n: self.global_scope.symbols[n] for n in self.tunables},
         )
         self._check_placements(info, pragmas)
         _RaceChecker(self, info).run()
@@ -228,6 +232,8 @@ class _Analyser:
             if not pragma.args:
                 raise self.error("pragma 'tunable' needs 'NAME: value, value, ...'", pragma.pos)
             for arg in pragma.args:
+                if arg.name in RESERVED_PARAMETER_NAMES or arg.name.startswith(("image_", "local_", "constant_", "unroll_")):
+                    raise self.error(f"tunable '{arg.name}' has the name of a built-in tuning parameter", arg.pos)
                 if arg.name in self.tunables:
                     raise self.error(f"tunable '{arg.name}' is declared twice", arg.pos)
                 if arg.name in GRID_INDICES:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import numpy as np
@@ -54,34 +55,92 @@ def _kernel(program, name: str):
     return kernel
 
 
-def run_kernel(device, program, kernel_name: str, kernel_arg_values: list, global_size: tuple[int, ...],
-               local_size: Optional[tuple[int, ...]], prepared: PreparedArgs, buffer_names: list[str],
-               written: Sequence[str]) -> tuple[dict[str, np.ndarray], float]:
+@dataclass
+class Launch:
+    """One launch: kernel argument values in order, sizes, and which arrays travel as images.
+
+    A value is a NumPy scalar, ('buffer', name) or ('image', name) for an array argument, or
+    ('local', nbytes) for a local-memory tile.
+    """
+
+    values: list
+    global_size: tuple[int, ...]
+    local_size: Optional[tuple[int, ...]]
+    images: dict[str, int] = field(default_factory=dict)  # name -> dimensions
+
+
+_CHANNEL_TYPES = {
+    "float32": "FLOAT", "uint8": "UNSIGNED_INT8", "int8": "SIGNED_INT8", "uint16": "UNSIGNED_INT16",
+    "int16": "SIGNED_INT16", "uint32": "UNSIGNED_INT32", "int32": "SIGNED_INT32",
+}
+
+
+def make_image(context, host: np.ndarray, dims: int):
+    """A read-only OpenCL image holding `host` (one channel, or RGBA for 4-vector pixels)."""
+    import pyopencl as cl
+
+    channels = host.shape[-1] if host.ndim > dims else 1
+    order = cl.channel_order.RGBA if channels == 4 else cl.channel_order.R
+    fmt = cl.ImageFormat(order, getattr(cl.channel_type, _CHANNEL_TYPES[host.dtype.name]))
+    shape = tuple(reversed(host.shape[:dims]))
+    return cl.create_image(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, fmt, shape=shape,
+                           hostbuf=host)
+
+
+def upload(device, prepared: PreparedArgs, launch: Launch) -> dict:
+    """Device memory for every array argument of `launch`."""
+    import pyopencl as cl
+
+    context, _ = context_and_queue(device)
+    mf = cl.mem_flags
+    memory = {}
+    for value in launch.values:
+        if isinstance(value, tuple) and value[0] == "buffer":
+            memory[value[1]] = cl.Buffer(context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=prepared.arrays[value[1]])
+        elif isinstance(value, tuple) and value[0] == "image":
+            memory[value[1]] = make_image(context, prepared.arrays[value[1]], launch.images[value[1]])
+    return memory
+
+
+def bind(program, kernel_name: str, launch: Launch, memory: dict):
+    import pyopencl as cl
+
+    kernel = _kernel(program, kernel_name)
+    args = []
+    for v in launch.values:
+        if isinstance(v, tuple) and v[0] in ("buffer", "image"):
+            args.append(memory[v[1]])
+        elif isinstance(v, tuple) and v[0] == "local":
+            args.append(cl.LocalMemory(max(int(v[1]), 4)))
+        else:
+            args.append(v)
+    kernel.set_args(*args)
+    return kernel
+
+
+def run_kernel(device, program, kernel_name: str, launch: Launch,
+               prepared: PreparedArgs) -> tuple[dict[str, np.ndarray], float]:
     """Upload the arrays, launch once, download the written arrays; returns (outputs, seconds)."""
     import pyopencl as cl
 
-    context, queue = context_and_queue(device)
-    mf = cl.mem_flags
-    buffers = {}
+    _, queue = context_and_queue(device)
+    memory: dict = {}
     try:
-        for name in buffer_names:
-            host = prepared.arrays[name]
-            buffers[name] = cl.Buffer(context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
-        kernel = _kernel(program, kernel_name)
-        values = [buffers[v[1]] if isinstance(v, tuple) and v[0] == "buffer" else v for v in kernel_arg_values]
-        kernel.set_args(*values)
-        event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size)
+        memory = upload(device, prepared, launch)
+        kernel = bind(program, kernel_name, launch, memory)
+        event = cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
         event.wait()
         seconds = (event.profile.end - event.profile.start) * 1e-9
         outputs = {}
-        for name in written:
+        for name in prepared.outputs:
             out = np.empty_like(prepared.arrays[name])
-            cl.enqueue_copy(queue, out, buffers[name])
+            cl.enqueue_copy(queue, out, memory[name])
             outputs[name] = out
         queue.finish()
     except cl.Error as exc:
-        raise ExecutionError(f"running kernel '{kernel_name}' failed on '{device.name.strip()}': {exc}") from None
+        raise ExecutionError(f"running kernel '{kernel_name}' failed on '{device.name.strip()}' "
+                             f"(global {launch.global_size}, local {launch.local_size}): {exc}") from None
     finally:
-        for b in buffers.values():
-            b.release()
+        for m in memory.values():
+            m.release()
     return outputs, seconds

@@ -1,0 +1,414 @@
+"""OpenCL C for one variant of a program: the naive one, or any point of its tuning space.
+
+A `VariantPlan` says what the configuration chose; `MemoryPlan` rewrites image and array
+accesses for it (image memory, local-memory tiles, constant memory); `generate` lays the
+program out through the Jinja2 template `kernel.cl.j2`, and `launch_geometry` gives the
+global and local sizes that go with it.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+import jinja2
+
+from .. import __version__
+from ..ir import nodes as ir
+from ..ir import types as ty
+from ..ir.walk import walk
+from ..passes.footprint import AccessAnalysis, Footprint, analyse_accesses
+from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
+from ..resources import resource_dir
+from .emitter import AccessPlan, Emitter, names
+
+AXES = "xyz"
+
+
+@dataclass(frozen=True)
+class VariantPlan:
+    """The choices of one configuration, in the terms code generation needs."""
+
+    px: tuple[int, ...]
+    interleaved: bool = False
+    image_mem: frozenset = frozenset()
+    local_mem: frozenset = frozenset()
+    constant_mem: frozenset = frozenset()
+    unroll: tuple = ()  # (loop parameter name, factor)
+    tunables: tuple = ()  # (name, value)
+    wg: Optional[tuple[int, ...]] = None  # None: the driver chooses (the naive variant)
+
+    @staticmethod
+    def naive(info: ProgramInfo) -> "VariantPlan":
+        return VariantPlan(px=(1,) * info.grid_dims,
+                           image_mem=frozenset(info.placement["image_mem"]),
+                           local_mem=frozenset(info.placement["local_mem"]),
+                           constant_mem=frozenset(info.placement["constant_mem"]),
+                           tunables=tuple(sorted((n, v[0]) for n, v in info.tunables.items())))
+
+    @staticmethod
+    def from_config(info: ProgramInfo, config: Mapping[str, int]) -> "VariantPlan":
+        axes = AXES[: info.grid_dims]
+        return VariantPlan(
+            px=tuple(int(config.get(f"px_{a}", 1)) for a in axes),
+            interleaved=bool(config.get("interleaved", 0)),
+            image_mem=frozenset(k[len("image_"):] for k, v in config.items() if k.startswith("image_") and v),
+            local_mem=frozenset(k[len("local_"):] for k, v in config.items() if k.startswith("local_") and v),
+            constant_mem=frozenset(k[len("constant_"):] for k, v in config.items()
+                                   if k.startswith("constant_") and v),
+            unroll=tuple(sorted((k, int(v)) for k, v in config.items() if k.startswith("unroll_") and v > 1)),
+            tunables=tuple(sorted((n, int(config.get(n, vals[0]))) for n, vals in info.tunables.items())),
+            wg=tuple(int(config.get(f"wg_{a}", 1)) for a in axes),
+        )
+
+    @property
+    def is_coarsened(self) -> bool:
+        return any(p > 1 for p in self.px)
+
+    def span(self, axis: int) -> int:
+        """Grid points one work-group covers per work-item along `axis` in one tile."""
+        return 1 if self.interleaved else self.px[axis]
+
+
+@functools.lru_cache(maxsize=1)
+def template_env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+# ---- memory accesses ------------------------------------------------------------------------------------
+
+
+class MemoryPlan(AccessPlan):
+    """Accesses for a variant: tiles in local memory, image reads, or the naive global buffers."""
+
+    def __init__(self, info: ProgramInfo, plan: VariantPlan) -> None:
+        super().__init__(info)
+        self.plan = plan
+
+    def image_read(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> str:
+        if array.name in self.plan.local_mem:
+            return f"imcl_tile_{array.name}[{tile_index(array, coords)}]"
+        if array.name in self.plan.image_mem:
+            extents = ", ".join(self.extent(array, a) for a in range(array.dims))
+            return f"imcl_img_read_{array.name}({array.name}, {extents}, {', '.join(coords)})"
+        return super().image_read(array, coords, node)
+
+
+def tile_index(array: ArrayInfo, coords: list[str]) -> str:
+    n = array.name
+    x = f"({coords[0]}) - imcl_{n}_ox"
+    y = f"({coords[1]}) - imcl_{n}_oy"
+    if array.dims == 3:
+        return f"((({coords[2]}) - imcl_{n}_oz) * imcl_{n}_th + {y}) * imcl_{n}_tw + {x}"
+    return f"({y}) * imcl_{n}_tw + {x}"
+
+
+# ---- kernel arguments -------------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelArg:
+    """One OpenCL kernel argument, in order: what the host passes and how."""
+
+    name: str  # the argument's name in the generated code
+    role: str  # 'buffer', 'image', 'extent', 'length', 'scalar', 'tile'
+    param: str  # the .icl parameter it comes from
+    ctype: str  # OpenCL C type text
+    axis: int = -1  # for 'extent': 0 width, 1 height, 2 depth
+
+
+def kernel_args(info: ProgramInfo, plan: VariantPlan) -> list[KernelArg]:
+    args: list[KernelArg] = []
+    for p in info.params:
+        array = info.arrays.get(p.name)
+        if array is None:
+            ctype = "int" if p.type == ty.BOOL else p.type.c_name()  # bool cannot be a kernel argument
+            args.append(KernelArg(p.name, "scalar", p.name, ctype))
+            continue
+        element = array.element.c_name()
+        if array.kind == "image" and p.name in plan.image_mem:
+            args.append(KernelArg(p.name, "image", p.name, f"__read_only image{array.dims}d_t"))
+        elif p.name in plan.constant_mem:
+            args.append(KernelArg(p.name, "buffer", p.name, f"__constant {element}*"))
+        else:
+            const = "" if array.is_written else "const "
+            args.append(KernelArg(p.name, "buffer", p.name, f"__global {const}{element}*"))
+        n = names(array)
+        if array.kind == "image":
+            for axis in range(array.dims):
+                args.append(KernelArg(n["whd"[axis]], "extent", p.name, "int", axis))
+        elif array.kind == "pointer":
+            args.append(KernelArg(n["len"], "length", p.name, "int"))
+    for name in sorted(plan.local_mem):
+        element = info.arrays[name].element.c_name()
+        args.append(KernelArg(f"imcl_tile_{name}", "tile", name, f"__local {element}*"))
+    return args
+
+
+def tile_extent_names(array: ArrayInfo) -> list[str]:
+    n = array.name
+    return [f"imcl_{n}_tw", f"imcl_{n}_th", f"imcl_{n}_td"][: array.dims]
+
+
+def tile_origin_names(array: ArrayInfo) -> list[str]:
+    n = array.name
+    return [f"imcl_{n}_ox", f"imcl_{n}_oy", f"imcl_{n}_oz"][: array.dims]
+
+
+# ---- the program text ------------------------------------------------------------------------------------------
+
+
+def grid_extents(info: ProgramInfo) -> list[str]:
+    if info.grid:
+        first = info.arrays[info.grid[0]]
+        return [names(first)["whd"[a]] for a in range(info.grid_dims)]
+    return [str(s) for s in info.grid_size]
+
+
+def uses_double(info: ProgramInfo) -> bool:
+    for node in walk(info.unit.functions):
+        candidates = [getattr(node, "type", None) if isinstance(node, ir.Expr) else None,
+                      getattr(node, "var_type", None), getattr(node, "return_type", None)]
+        if isinstance(node, ir.Param):
+            candidates.append(node.type)
+        if any(c is not None and "double" in c.c_name() for c in candidates):
+            return True
+    return False
+
+
+_SAMPLER_ADDRESS = {"constant": "CLK_ADDRESS_CLAMP", "clamped": "CLK_ADDRESS_CLAMP_TO_EDGE",
+                    "mirror": "CLK_ADDRESS_NONE", "wrap": "CLK_ADDRESS_NONE"}
+
+
+def _image_read_call(array: ArrayInfo, coord: str) -> str:
+    el = array.element
+    base = ty.element_scalar(el)
+    if base.is_float:
+        call = f"read_imagef(img, imcl_sampler_{array.name}, {coord})"
+    elif base.is_signed:
+        call = f"read_imagei(img, imcl_sampler_{array.name}, {coord})"
+    else:
+        call = f"read_imageui(img, imcl_sampler_{array.name}, {coord})"
+    if isinstance(el, ty.VectorType):
+        return call if base.is_float else f"convert_{el.c_name()}({call})"
+    return f"({el.c_name()}){call}.x"
+
+
+def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], list[dict]]:
+    """Boundary-handling read functions for global buffers and for images in image memory."""
+    buffers, images = [], []
+    for array in info.arrays.values():
+        if array.kind != "image" or not array.reads:
+            continue
+        coords = ["x", "y", "z"][: array.dims]
+        extents = ["w", "h", "d"][: array.dims]
+        common = {
+            "name": array.name,
+            "mode": array.boundary,
+            "ctype": array.element.c_name(),
+            "extent_params": ", ".join(f"const int {e}" for e in extents),
+            "coord_params": ", ".join(f"int {c}" for c in coords),
+            "outside": " || ".join(f"{c} < 0 || {c} >= {e}" for c, e in zip(coords, extents)),
+            "axes": list(zip(coords, extents)),
+        }
+        if array.name in plan.image_mem:
+            coord = f"(int2)(x, y)" if array.dims == 2 else "(int4)(x, y, z, 0)"
+            images.append({**common, "dims": array.dims, "address": _SAMPLER_ADDRESS[array.boundary],
+                           "read": _image_read_call(array, coord)})
+        if array.name not in plan.image_mem:
+            linear = "(z * h + y) * w + x" if array.dims == 3 else "y * w + x"
+            buffers.append({**common, "linear": linear})
+    return buffers, images
+
+
+def helper_text(emitter: Emitter, f: ir.Function) -> str:
+    params = []
+    for p in f.params:
+        const = "const " if p.is_const else ""
+        if isinstance(p.type, ty.ArrayType):
+            params.append(f"{const}{p.type.element.c_name()} {p.name}" + "".join(f"[{n}]" for n in p.type.shape))
+        else:
+            params.append(f"{const}{p.type.c_name()} {p.name}")
+    head = f"{f.return_type.c_name()} {f.name}({', '.join(params) or 'void'})"
+    return "\n".join([head, "{"] + emitter.block_lines(f.body, 1) + ["}"])
+
+
+def _is_bool_scalar(info: ProgramInfo, arg: KernelArg) -> bool:
+    return arg.role == "scalar" and next(p for p in info.params if p.name == arg.param).type == ty.BOOL
+
+
+def point_signature(info: ProgramInfo, args: list[KernelArg]) -> tuple[list[str], list[str]]:
+    """Parameters of the per-point function, and the arguments the kernel passes to it."""
+    params, values = [], []
+    for a in args:
+        if a.role == "tile":
+            array = info.arrays[a.param]
+            params.append(f"__local const {array.element.c_name()}* {a.name}")
+            values.append(a.name)
+            for extra in tile_origin_names(array) + tile_extent_names(array)[:-1]:
+                params.append(f"const int {extra}")
+                values.append(extra)
+            continue
+        if _is_bool_scalar(info, a):
+            params.append(f"const bool {a.name}")
+            values.append(f"{a.name} != 0")
+        elif a.role in ("buffer", "image"):
+            params.append(f"{a.ctype} {a.name}")
+            values.append(a.name)
+        else:
+            params.append(f"const {a.ctype} {a.name}")
+            values.append(a.name)
+    grid = list(GRID_INDICES[: info.grid_dims])
+    return params + [f"const int {g}" for g in grid], values + grid
+
+
+def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footprint, pad: str) -> list[str]:
+    """Cooperative load of one image's tile (with halo) into local memory, then a barrier."""
+    array = info.arrays[name]
+    dims = array.dims
+    origins, extents = tile_origin_names(array), tile_extent_names(array)
+    lines = []
+    for d in range(dims):
+        span = plan.span(d)
+        start = f"get_group_id({d}) * get_local_size({d})" + (f" * {span}" if span > 1 else "")
+        if plan.interleaved and plan.px[d] > 1:
+            start += f" + imcl_k{AXES[d]} * get_global_size({d})"
+        low, high = footprint.halo_low[d], footprint.halo_high[d]
+        lines.append(f"{pad}const int {origins[d]} = {start}" + (f" - {low}" if low else "") + ";")
+        size = f"get_local_size({d})" + (f" * {span}" if span > 1 else "")
+        lines.append(f"{pad}const int {extents[d]} = {size}" + (f" + {low + high}" if low + high else "") + ";")
+    loops = []
+    for d in reversed(range(dims)):
+        t = f"imcl_t{AXES[d]}"
+        loops.append(f"for (int {t} = get_local_id({d}); {t} < {extents[d]}; {t} += get_local_size({d}))")
+    for depth, loop in enumerate(loops):
+        lines.append(pad + "    " * depth + loop)
+    coords = [f"{origins[d]} + imcl_t{AXES[d]}" for d in range(dims)]
+    if dims == 3:
+        index = f"(imcl_tz * {extents[1]} + imcl_ty) * {extents[0]} + imcl_tx"
+    else:
+        index = f"imcl_ty * {extents[0]} + imcl_tx"
+    extent_args = ", ".join(names(array)["whd"[a]] for a in range(dims))
+    reader = f"imcl_img_read_{name}" if name in plan.image_mem else f"imcl_read_{name}"
+    lines.append(pad + "    " * len(loops)
+                 + f"imcl_tile_{name}[{index}] = {reader}({name}, {extent_args}, {', '.join(coords)});")
+    lines.append(f"{pad}barrier(CLK_LOCAL_MEM_FENCE);")
+    return lines
+
+
+def kernel_body(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, point_call: str) -> list[str]:
+    dims = info.grid_dims
+    grid = GRID_INDICES[:dims]
+    extents = grid_extents(info)
+    guard = " || ".join(f"{v} >= {e}" for v, e in zip(grid, extents))
+    tiles = sorted(plan.local_mem)
+    if not plan.is_coarsened and not tiles:
+        lines = [f"    const int {v} = get_global_id({d});" for d, v in enumerate(grid)]
+        return lines + [f"    if ({guard})", "        return;", f"    {point_call}"]
+    lines = [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
+    per_iteration = plan.interleaved and plan.is_coarsened
+    if tiles and not per_iteration:
+        lines.append("    // the work-group's tile of each local-memory image, with its halo")
+        for name in tiles:
+            lines.extend(_tile_load(info, plan, name, analysis.footprints[name], "    "))
+    pad = "    "
+    coarse_axes = [d for d in reversed(range(dims)) if plan.px[d] > 1]
+    if coarse_axes:
+        layout = "strided by the global size" if plan.interleaved else "contiguous"
+        lines.append(f"    // {' x '.join(str(p) for p in plan.px)} grid points per work-item, {layout}")
+    for d in coarse_axes:
+        k = f"imcl_k{AXES[d]}"
+        lines.append(f"{pad}for (int {k} = 0; {k} < {plan.px[d]}; {k}++)")
+    if coarse_axes:
+        lines.append(pad + "{")
+        pad += "    "
+    if tiles and per_iteration:
+        for name in tiles:
+            lines.extend(_tile_load(info, plan, name, analysis.footprints[name], pad))
+    for d, v in enumerate(grid):
+        g, k, p = f"imcl_g{AXES[d]}", f"imcl_k{AXES[d]}", plan.px[d]
+        if p == 1:
+            lines.append(f"{pad}const int {v} = {g};")
+        elif plan.interleaved:
+            lines.append(f"{pad}const int {v} = {g} + {k} * get_global_size({d});")
+        else:
+            lines.append(f"{pad}const int {v} = {g} * {p} + {k};")
+    lines.append(f"{pad}if ({' && '.join(f'{v} < {e}' for v, e in zip(grid, extents))})")
+    lines.append(f"{pad}    {point_call}")
+    if tiles and per_iteration:
+        lines.append(f"{pad}barrier(CLK_LOCAL_MEM_FENCE);  // the tile is reloaded in the next iteration")
+    if coarse_axes:
+        lines.append(pad[:-4] + "}")
+    return lines
+
+
+def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines: Optional[list[str]] = None,
+             analysis: Optional[AccessAnalysis] = None) -> str:
+    """OpenCL C source of the variant `plan` (default: the naive variant)."""
+    plan = plan or VariantPlan.naive(info)
+    if analysis is None:
+        analysis = analyse_accesses(info)
+    unroll = {}
+    by_parameter = {loop.parameter: loop for loop in analysis.loops}
+    for parameter, factor in plan.unroll:
+        unroll[id(by_parameter[parameter].node)] = (factor, by_parameter[parameter])
+    emitter = Emitter(info, MemoryPlan(info, plan), unroll=unroll)
+    args = kernel_args(info, plan)
+    point_params, point_values = point_signature(info, args)
+    point_call = f"imcl_point_{info.kernel.name}({', '.join(point_values)});"
+    buffers, images = read_functions(info, plan)
+    is_naive = plan == VariantPlan.naive(info)
+    grid_text = ("one point per pixel of " + ", ".join(info.grid) if info.grid
+                 else "fixed size " + " x ".join(str(s) for s in info.grid_size))
+    context = {
+        "version": __version__,
+        "filename": info.filename,
+        "kernel_name": info.kernel.name,
+        "variant": "naive" if is_naive and not config_lines else "tuned",
+        "grid_description": grid_text,
+        "config_lines": config_lines or [],
+        "uses_double": uses_double(info),
+        "defines": list(plan.tunables),
+        "boundary_modes": {a.boundary for a in info.arrays.values() if a.kind == "image" and a.reads},
+        "boundary_reads": buffers,
+        "image_reads": images,
+        "helpers": [helper_text(emitter, f) for f in info.helpers],
+        "point_params": point_params,
+        "point_indent": " " * len(f"void imcl_point_{info.kernel.name}("),
+        "body": "\n".join(emitter.block_lines(info.kernel.body, 1)),
+        "kernel_params": [f"{a.ctype} {a.name}" if a.role in ("buffer", "image", "tile") else f"const {a.ctype} {a.name}"
+                          for a in args],
+        "kernel_indent": " " * len(f"__kernel void {info.kernel.name}("),
+        "kernel_body": "\n".join(kernel_body(info, plan, analysis, point_call)),
+    }
+    return template_env().get_template("kernel.cl.j2").render(**context)
+
+
+# ---- launching ------------------------------------------------------------------------------------------------
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def launch_geometry(info: ProgramInfo, plan: VariantPlan, grid_xyz: tuple[int, ...]):
+    """(global size, local size or None) for a grid of `grid_xyz` points (x first)."""
+    per_item = [-(-n // p) for n, p in zip(grid_xyz, plan.px)]
+    if plan.wg is None:
+        return tuple(per_item), None
+    return tuple(_round_up(n, w) for n, w in zip(per_item, plan.wg)), tuple(plan.wg)
+
+
+def tile_bytes_at_launch(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, name: str) -> int:
+    array = info.arrays[name]
+    fp = analysis.footprints[name]
+    element = array.element.dtype.itemsize * (array.element.width if isinstance(array.element, ty.VectorType) else 1)
+    size = element
+    for d in range(array.dims):
+        size *= plan.wg[d] * plan.span(d) + fp.halo_low[d] + fp.halo_high[d]
+    return size

@@ -1,0 +1,414 @@
+"""The tuning space of a program: parameters, their values, and constraints.
+
+Parameters come from the analyses (passes/footprint.py) and the pragmas; the device's limits
+become static constraints, so a configuration that cannot run is known before anything is
+built. Constraints are vectorised over NumPy columns, so the valid configurations of a space of
+millions are enumerated or sampled in well under a second.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Optional
+
+import numpy as np
+
+from .errors import ConfigError, suggestion_suffix
+from .ir import types as ty
+from .passes.footprint import AccessAnalysis, analyse_accesses
+from .passes.semantic import ProgramInfo
+
+AXES = "xyz"
+MAX_CONSTANT_ARRAY_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """What a device allows; the defaults are OpenCL 1.2's guaranteed minimums, loosely."""
+
+    name: str = "any device"
+    max_work_group_size: int = 256
+    max_work_item_sizes: tuple[int, ...] = (256, 256, 64)
+    local_mem_size: int = 32 * 1024
+    max_constant_buffer_size: int = 64 * 1024
+    max_constant_args: int = 8
+    image_support: bool = True
+    image2d_max: tuple[int, int] = (8192, 8192)
+    image3d_max: tuple[int, int, int] = (2048, 2048, 2048)
+
+    @staticmethod
+    def of(device) -> "DeviceLimits":
+        support = bool(device.image_support)
+        return DeviceLimits(
+            name=device.name.strip(),
+            max_work_group_size=int(device.max_work_group_size),
+            max_work_item_sizes=tuple(int(s) for s in device.max_work_item_sizes),
+            local_mem_size=int(device.local_mem_size),
+            max_constant_buffer_size=int(device.max_constant_buffer_size),
+            max_constant_args=int(device.max_constant_args),
+            image_support=support,
+            image2d_max=(int(device.image2d_max_width), int(device.image2d_max_height)) if support else (0, 0),
+            image3d_max=(int(device.image3d_max_width), int(device.image3d_max_height),
+                         int(device.image3d_max_depth)) if support else (0, 0, 0),
+        )
+
+
+@dataclass
+class Parameter:
+    name: str
+    values: list[int]
+    kind: str  # work_group, coarsening, layout, image_mem, local_mem, constant_mem, unroll, tunable
+    description: str
+    launch_only: bool = False  # changes only the launch, not the OpenCL source
+    target: Optional[str] = None  # the image, array or loop it applies to
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "values": self.values, "kind": self.kind, "description": self.description,
+                "launch_only": self.launch_only, "target": self.target}
+
+
+@dataclass
+class Constraint:
+    description: str
+    parameters: tuple[str, ...]
+    check: Callable[[Mapping[str, np.ndarray]], np.ndarray]  # columns -> boolean mask
+
+
+@dataclass
+class Space:
+    parameters: list[Parameter]
+    constraints: list[Constraint]
+    limits: DeviceLimits
+    defaults: dict[str, int] = field(default_factory=dict)
+
+    # ---- description -----------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.parameters]
+
+    def parameter(self, name: str) -> Parameter:
+        for p in self.parameters:
+            if p.name == name:
+                return p
+        raise ConfigError(f"'{name}' is not a tuning parameter" + suggestion_suffix(name, self.names))
+
+    @property
+    def size(self) -> int:
+        """The number of configurations before constraints."""
+        n = 1
+        for p in self.parameters:
+            n *= len(p.values)
+        return n
+
+    @property
+    def launch_only(self) -> list[str]:
+        return [p.name for p in self.parameters if p.launch_only]
+
+    def to_json(self) -> dict:
+        return {
+            "device": self.limits.name,
+            "size": self.size,
+            "valid": self.count_valid(),
+            "parameters": [p.to_json() for p in self.parameters],
+            "constraints": [c.description for c in self.constraints],
+            "default": self.defaults,
+        }
+
+    def describe(self) -> str:
+        lines = [f"tuning space for {self.limits.name}: {self.size:,} configurations, "
+                 f"{self.count_valid():,} valid"]
+        width = max((len(p.name) for p in self.parameters), default=4)
+        for p in self.parameters:
+            tag = " (launch only)" if p.launch_only else ""
+            lines.append(f"  {p.name:<{width}}  {', '.join(map(str, p.values))}  -- {p.description}{tag}")
+        if self.constraints:
+            lines.append("constraints:")
+            lines.extend(f"  {c.description}" for c in self.constraints)
+        return "\n".join(lines)
+
+    # ---- checking one configuration --------------------------------------------------------------
+    def complete(self, config: Optional[Mapping[str, Any]]) -> dict[str, int]:
+        """A full, valid configuration from a partial one (missing parameters take their defaults)."""
+        if config is None:
+            config = {}
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"a configuration is a dict of parameter values, not {type(config).__name__}")
+        full = dict(self.defaults)
+        for key, value in config.items():
+            param = self.parameter(str(key))
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                if isinstance(value, float) and value.is_integer():
+                    value = int(value)
+                else:
+                    raise ConfigError(f"tuning parameter '{key}' needs an integer, got {value!r}")
+            if int(value) not in param.values:
+                raise ConfigError(f"tuning parameter '{key}' must be one of {param.values}, got {value}")
+            full[param.name] = int(value)
+        columns = {k: np.array([v]) for k, v in full.items()}
+        for c in self.constraints:
+            if not bool(c.check(columns)[0]):
+                shown = ", ".join(f"{p}={full[p]}" for p in c.parameters if p in full)
+                raise ConfigError(f"configuration violates a constraint ({shown}): {c.description}")
+        return full
+
+    # ---- many configurations ------------------------------------------------------------------------
+    def _decode(self, indices: np.ndarray) -> dict[str, np.ndarray]:
+        columns = {}
+        rest = indices.astype(np.int64)
+        for p in reversed(self.parameters):
+            values = np.asarray(p.values, dtype=np.int64)
+            columns[p.name] = values[rest % len(values)]
+            rest = rest // len(values)
+        return {p.name: columns[p.name] for p in self.parameters}
+
+    def valid_mask(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
+        n = len(next(iter(columns.values()))) if columns else 1
+        mask = np.ones(n, dtype=bool)
+        for c in self.constraints:
+            mask &= np.asarray(c.check(columns), dtype=bool)
+        return mask
+
+    def enumerate(self, chunk: int = 1 << 20) -> dict[str, np.ndarray]:
+        """Every valid configuration, as columns (one NumPy array per parameter)."""
+        parts: list[dict[str, np.ndarray]] = []
+        for start in range(0, self.size, chunk):
+            idx = np.arange(start, min(self.size, start + chunk), dtype=np.int64)
+            cols = self._decode(idx)
+            mask = self.valid_mask(cols)
+            parts.append({k: v[mask] for k, v in cols.items()})
+        if not parts:
+            return {p.name: np.zeros(0, np.int64) for p in self.parameters}
+        return {p.name: np.concatenate([part[p.name] for part in parts]) for p in self.parameters}
+
+    def count_valid(self) -> int:
+        total = 0
+        chunk = 1 << 20
+        for start in range(0, self.size, chunk):
+            idx = np.arange(start, min(self.size, start + chunk), dtype=np.int64)
+            total += int(self.valid_mask(self._decode(idx)).sum())
+        return total
+
+    def random(self, n: int, seed: Optional[int] = None) -> list[dict[str, int]]:
+        """`n` distinct valid configurations drawn uniformly (all of them if fewer exist)."""
+        if n <= 0:
+            return []
+        rng = np.random.default_rng(seed)
+        chosen: dict[int, None] = {}
+        attempts = 0
+        while len(chosen) < n and attempts < 64:
+            attempts += 1
+            draw = rng.integers(0, self.size, size=max(4 * (n - len(chosen)), 1024), dtype=np.int64)
+            draw = draw[self.valid_mask(self._decode(draw))]
+            for i in draw.tolist():
+                if i not in chosen:
+                    chosen[i] = None
+                    if len(chosen) == n:
+                        break
+        if len(chosen) < n:  # a sparse space: enumerate instead
+            valid = self.enumerate()
+            count = len(next(iter(valid.values()))) if valid else 0
+            order = rng.permutation(count)[:n]
+            return [{k: int(v[i]) for k, v in valid.items()} for i in order]
+        cols = self._decode(np.fromiter(chosen, dtype=np.int64))
+        return [{k: int(v[i]) for k, v in cols.items()} for i in range(len(chosen))]
+
+
+# ---- building a program's space ------------------------------------------------------------------
+
+
+def _pow2(limit: int) -> list[int]:
+    return [v for v in (1, 2, 4, 8, 16, 32, 64, 128) if v <= limit]
+
+
+def _divisor_factors(trip: int, max_partial: int = 16, max_full: int = 64) -> list[int]:
+    factors = [d for d in range(1, min(trip, max_partial) + 1) if trip % d == 0]
+    if trip <= max_full and trip not in factors:
+        factors.append(trip)
+    return factors
+
+
+def tunable_assignments(info: ProgramInfo) -> list[dict[str, int]]:
+    names = list(info.tunables)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(info.tunables[n] for n in names))]
+
+
+class TunableScope:
+    """Sets the tunables' compile-time values while one variant is analysed or generated."""
+
+    def __init__(self, info: ProgramInfo, values: Mapping[str, int]) -> None:
+        self.info = info
+        self.values = values
+        self.saved: dict[str, Optional[int]] = {}
+
+    def __enter__(self) -> "TunableScope":
+        for name, sym in self.info.tunable_symbols.items():
+            self.saved[name] = sym.value
+            sym.value = int(self.values.get(name, self.info.tunables[name][0]))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name, value in self.saved.items():
+            self.info.tunable_symbols[name].value = value
+
+
+def analyses_per_tunables(info: ProgramInfo) -> dict[tuple, AccessAnalysis]:
+    out = {}
+    for assignment in tunable_assignments(info):
+        with TunableScope(info, assignment):
+            out[tuple(sorted(assignment.items()))] = analyse_accesses(info)
+    return out
+
+
+def local_candidates(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> list[str]:
+    """Read-only images whose reads are reused by neighbours with a bounded footprint (always)."""
+    analyses = list(analyses)
+    out = []
+    for name, array in info.arrays.items():
+        if array.kind != "image" or array.is_written or not array.reads:
+            continue
+        if all(a.footprints.get(name) is not None and a.footprints[name].reused for a in analyses):
+            out.append(name)
+        elif name in info.placement["local_mem"]:
+            out.append(name)  # forced: checked when the variant is generated
+    return out
+
+
+def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None) -> Space:
+    """The tuning space of `info` on a device with `limits` (and, if known, for a problem size)."""
+    dims = info.grid_dims
+    analyses = analyses_per_tunables(info)
+    any_analysis = next(iter(analyses.values()))
+    params: list[Parameter] = []
+    constraints: list[Constraint] = []
+    defaults: dict[str, int] = {}
+    axes = AXES[:dims]
+    top = 32 if dims == 3 else 128
+
+    for i, a in enumerate(axes):
+        params.append(Parameter(f"wg_{a}", _pow2(min(top, limits.max_work_item_sizes[i])), "work_group",
+                                f"work-group size in {a}", launch_only=True))
+        defaults[f"wg_{a}"] = 1
+    for a in axes:
+        params.append(Parameter(f"px_{a}", _pow2(top), "coarsening", f"grid points per work-item in {a}"))
+        defaults[f"px_{a}"] = 1
+    params.append(Parameter("interleaved", [0, 1], "layout",
+                            "0: a work-item's points are contiguous (blocked); 1: strided by the global size"))
+    defaults["interleaved"] = 0
+
+    image_params, local_params, constant_params = [], [], []
+    for name, array in info.arrays.items():
+        if array.kind == "image" and not array.is_written and array.reads and array.element != ty.DOUBLE:
+            values = [1] if name in info.placement["image_mem"] else [0, 1]
+            if not limits.image_support:
+                values = [0]
+            params.append(Parameter(f"image_{name}", values, "image_mem", f"read '{name}' through image memory",
+                                    target=name))
+            defaults[f"image_{name}"] = values[0]
+            image_params.append(f"image_{name}")
+    for name in local_candidates(info, analyses.values()):
+        values = [1] if name in info.placement["local_mem"] else [0, 1]
+        params.append(Parameter(f"local_{name}", values, "local_mem",
+                                f"stage '{name}' in local memory (tile with halo)", target=name))
+        defaults[f"local_{name}"] = values[0]
+        local_params.append(name)
+    for name, array in info.arrays.items():
+        if array.is_written or not array.reads or array.kind == "image":
+            continue
+        size = int(np.prod(array.shape)) * array.element.dtype.itemsize * (
+            array.element.width if isinstance(array.element, ty.VectorType) else 1) if array.shape else None
+        candidate = name in info.placement["constant_mem_cand"] or (size is not None and size <= MAX_CONSTANT_ARRAY_BYTES)
+        if array.kind == "pointer" and name not in info.placement["constant_mem_cand"] | info.placement["constant_mem"]:
+            candidate = False
+        if candidate or name in info.placement["constant_mem"]:
+            values = [1] if name in info.placement["constant_mem"] else [0, 1]
+            params.append(Parameter(f"constant_{name}", values, "constant_mem",
+                                    f"place '{name}' in constant memory", target=name))
+            defaults[f"constant_{name}"] = values[0]
+            constant_params.append((name, size))
+
+    for loop in any_analysis.loops:
+        if not loop.unrollable:
+            continue
+        factors = _divisor_factors(loop.trip_count)
+        if len(factors) < 2:
+            continue
+        params.append(Parameter(loop.parameter, factors, "unroll",
+                                f"unroll factor of the loop over '{loop.var.name}' at line {loop.node.pos.line} "
+                                f"({loop.trip_count} iterations) in '{loop.function}'", target=loop.parameter))
+        defaults[loop.parameter] = 1
+
+    for name, values in info.tunables.items():
+        params.append(Parameter(name, list(values), "tunable", "application-specific (#pragma imcl tunable)"))
+        defaults[name] = values[0]
+
+    # ---- static constraints from the device ----------------------------------------------------------
+    wg = [f"wg_{a}" for a in axes]
+    max_wg = limits.max_work_group_size
+    constraints.append(Constraint(
+        f"the work-group size {' * '.join(wg)} is at most {max_wg} (device maximum)", tuple(wg),
+        lambda c, wg=wg, m=max_wg: np.prod([c[w] for w in wg], axis=0) <= m))
+    px = [f"px_{a}" for a in axes]
+    constraints.append(Constraint(
+        "interleaved layout only with more than one point per work-item (otherwise it duplicates blocked)",
+        tuple(px) + ("interleaved",),
+        lambda c, px=px: (c["interleaved"] == 0) | (np.prod([c[p] for p in px], axis=0) > 1)))
+    if local_params:
+        constraints.append(_local_memory_constraint(info, analyses, local_params, axes, limits))
+    if constant_params:
+        total_known = [(f"constant_{n}", s) for n, s in constant_params if s is not None]
+        cap, count_cap = limits.max_constant_buffer_size, limits.max_constant_args
+        names = [f"constant_{n}" for n, _ in constant_params]
+        constraints.append(Constraint(
+            f"constant-memory arrays fit in {cap} bytes and {count_cap} arguments (device maxima)", tuple(names),
+            lambda c, t=total_known, names=names, cap=cap, k=count_cap:
+                (sum((c[n] * s for n, s in t), np.zeros_like(c[names[0]])) <= cap)
+                & (sum((c[n] for n in names), np.zeros_like(c[names[0]])) <= k)))
+    if image_params and problem_shape is not None:
+        shape_xyz = tuple(reversed(problem_shape[:dims]))
+        bound = limits.image2d_max if dims == 2 else limits.image3d_max
+        fits = all(s <= b for s, b in zip(shape_xyz, bound))
+        if not fits:
+            constraints.append(Constraint(
+                f"images of {'x'.join(map(str, shape_xyz))} pixels exceed the device's image size "
+                f"{'x'.join(map(str, bound))}", tuple(image_params),
+                lambda c, ps=image_params: sum((c[p] for p in ps), np.zeros_like(c[ps[0]])) == 0))
+    return Space(params, constraints, limits, defaults)
+
+
+def tile_bytes(info: ProgramInfo, analysis: AccessAnalysis, name: str, wg: list, px: list, interleaved) -> Any:
+    fp = analysis.footprints[name]
+    array = info.arrays[name]
+    element = array.element.dtype.itemsize * (array.element.width if isinstance(array.element, ty.VectorType) else 1)
+    size = element
+    for d in range(len(wg)):
+        span = np.where(interleaved == 1, 1, px[d])
+        size = size * (wg[d] * span + fp.halo_low[d] + fp.halo_high[d])
+    return size
+
+
+def _local_memory_constraint(info, analyses, local_params, axes, limits) -> Constraint:
+    cap = limits.local_mem_size
+    tunables = list(info.tunables)
+
+    def check(c):
+        wg = [c[f"wg_{a}"] for a in axes]
+        px = [c[f"px_{a}"] for a in axes]
+        total = np.zeros_like(wg[0])
+        for key, analysis in analyses.items():
+            mask = np.ones_like(wg[0], dtype=bool)
+            for name, value in key:
+                mask &= c[name] == value
+            for name in local_params:
+                total = total + np.where(mask & (c[f"local_{name}"] == 1),
+                                         tile_bytes(info, analysis, name, wg, px, c["interleaved"]), 0)
+        return total <= cap
+
+    names = tuple(f"wg_{a}" for a in axes) + tuple(f"px_{a}" for a in axes) + ("interleaved",) + tuple(
+        f"local_{n}" for n in local_params) + tuple(tunables)
+    return Constraint(f"local-memory tiles (work-group x points per item + halo) fit in {cap} bytes "
+                      "(device maximum)", names, check)
+
+
+def space_json(space: Space) -> str:
+    return json.dumps(space.to_json(), indent=2)
