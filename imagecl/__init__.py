@@ -3,6 +3,15 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import os as _os
+
+# Installed, tuner/ is the subpackage imagecl.tuner; in a source checkout (PYTHONPATH=repo) it
+# sits beside this folder, so let the package look there too.
+_checkout = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if not _os.path.isdir(_os.path.join(_os.path.dirname(__file__), "tuner")) and _os.path.isfile(
+        _os.path.join(_checkout, "tuner", "__init__.py")):
+    __path__.append(_checkout)  # type: ignore[name-defined]
+
 from .errors import (  # noqa: E402
     ArgumentError,
     BuildError,

@@ -57,6 +57,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     comp.add_argument("--device", help="device whose limits the configuration is checked against")
 
+    meas = sub.add_parser("measure", help="measure variants of a program on a device and store the results",
+                          description="Measure configurations of a program's tuning space on random inputs of the "
+                                      "given size. Every result is stored as it arrives; rerunning the same command "
+                                      "resumes where it stopped.")
+    meas.add_argument("file")
+    meas.add_argument("assignments", nargs="*", metavar="NAME=VALUE", help="scalars (and optionally input files)")
+    meas.add_argument("--size", required=True, help="problem size WxH[xD]")
+    meas.add_argument("--device", help="device index or name fragment")
+    which = meas.add_mutually_exclusive_group(required=True)
+    which.add_argument("--random", type=int, metavar="N", help="N random valid configurations")
+    which.add_argument("--all", action="store_true", help="every valid configuration")
+    which.add_argument("--configs", metavar="FILE", help="a JSON file with a list of configurations")
+    meas.add_argument("--seed", type=int, default=0, help="seed for --random and for the random inputs")
+    meas.add_argument("--db", required=True, help="SQLite results database (created if missing)")
+    meas.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
+
+    res = sub.add_parser("results", help="list what a results database holds")
+    res.add_argument("--db", required=True)
+    res.add_argument("--json", action="store_true", help="print a list of records as JSON")
+
     sub.add_parser("devices", help="list the OpenCL devices")
     return parser
 
@@ -168,6 +188,118 @@ def _space(args) -> int:
     return 0
 
 
+def _inputs(program, assignments) -> dict:
+    """NAME=VALUE pairs: files for arrays, numbers for scalars."""
+    from .imagefiles import read_array
+    from .ir import types as ty
+
+    info = program.info
+    params = {p.name: p for p in info.params}
+    values = {}
+    for assignment in assignments:
+        name, text = _split(assignment, "an input")
+        if name not in params:
+            from .errors import suggestion_suffix
+
+            raise ArgumentError(f"'{program.name}' has no parameter '{name}'" + suggestion_suffix(name, params)
+                                + f" (parameters: {', '.join(params)})")
+        array = info.arrays.get(name)
+        if array is not None:
+            channels = array.element.width if isinstance(array.element, ty.VectorType) else 0
+            values[name] = read_array(text, array.element.dtype, channels)
+        else:
+            values[name] = _number(name, text)
+    return values
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only when it is a terminal)."""
+
+    def __init__(self) -> None:
+        self.interactive = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int, summary) -> None:
+        import time as _time
+
+        now = _time.time()
+        if done < total and now - self.last < 0.2:
+            return
+        self.last = now
+        width = 30
+        filled = int(width * done / max(total, 1))
+        failed = sum(v for k, v in summary.statuses.items() if k != "ok")
+        best = f"{summary.best_time * 1e3:.4f} ms" if summary.best_time is not None else "-"
+        line = (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+                f"{summary.per_second:.1f}/s  failed {failed}  best {best}")
+        if self.interactive:
+            print("\r" + line, end="\n" if done >= total else "", file=sys.stderr, flush=True)
+        elif done >= total or done % max(1, total // 10) == 0:
+            print(line, file=sys.stderr, flush=True)
+
+
+def _measure(args) -> int:
+    from .runtime.synthetic import synthetic_arguments
+    from .tuner.engine import MeasureOptions, measure
+    from .tuner.store import Store
+
+    program = _load(args.file)
+    shape = parse_size(args.size)
+    given = _inputs(program, args.assignments)
+    arguments, defaulted = synthetic_arguments(program, shape, given, seed=args.seed)
+    for name in defaulted:
+        print(f"note: scalar '{name}' not given; using 1 (pass {name}=VALUE)", file=sys.stderr)
+    space = program.space_for(args.device, shape)
+    if args.random is not None:
+        if args.random <= 0:
+            raise ArgumentError("--random needs a positive number of configurations")
+        configs = space.random(args.random, seed=args.seed)
+    elif args.all:
+        columns = space.enumerate()
+        n = len(next(iter(columns.values())))
+        configs = [{k: int(v[i]) for k, v in columns.items()} for i in range(n)]
+    else:
+        try:
+            configs = json.loads(_read_source(args.configs))
+        except json.JSONDecodeError as exc:
+            raise ArgumentError(f"{args.configs}: not valid JSON ({exc})") from None
+        if not isinstance(configs, list) or not all(isinstance(c, dict) for c in configs):
+            raise ArgumentError(f"{args.configs}: expected a JSON list of configurations (objects)")
+    with Store(args.db) as store:
+        summary = measure(program, arguments, configs, store, device=args.device,
+                          options=MeasureOptions(timeout=args.timeout), progress=_Progress())
+    print(summary.describe())
+    return 0
+
+
+def _results(args) -> int:
+    from .tuner.store import Store
+
+    if not Path(args.db).exists():
+        raise ImageCLError(f"{args.db}: no such results database")
+    with Store(args.db) as store:
+        records = list(store.records())
+    if args.json:
+        print(json.dumps([r.to_json() for r in records], indent=1))
+        return 0
+    if not records:
+        print(f"{args.db}: no measurements")
+        return 0
+    runs: dict = {}
+    for r in records:
+        runs.setdefault((r.program_name, r.device, r.problem_size), []).append(r)
+    for (name, device, size), rs in runs.items():
+        ok = [r for r in rs if r.time is not None]
+        statuses = {}
+        for r in rs:
+            statuses[r.status] = statuses.get(r.status, 0) + 1
+        print(f"{name} on {device}, size {size}: {len(rs)} records "
+              f"({', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))})")
+        for r in sorted(ok, key=lambda r: r.time)[:5]:
+            print(f"  {r.time * 1e3:10.4f} ms  {json.dumps(r.config)}")
+    return 0
+
+
 def _number(name: str, text: str):
     try:
         return int(text, 0)
@@ -217,6 +349,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _devices()
         if args.command == "space":
             return _space(args)
+        if args.command == "measure":
+            return _measure(args)
+        if args.command == "results":
+            return _results(args)
     except ImageCLError as exc:
         from .errors import CompileError
 

@@ -39,6 +39,26 @@ def build(device, source: str, options: Sequence[str] = ()):
         return program
 
 
+def preload(device, source: str, binary: bytes, options: Sequence[str] = ()) -> bool:
+    """Register a cached binary for `source`, so that build() need not compile it again.
+    Returns False (and registers nothing) when the driver rejects the binary."""
+    import pyopencl as cl
+
+    context, _ = context_and_queue(device)
+    key = (id(context), source, tuple(options))
+    with _BUILD_LOCK:
+        if key in _BUILT:
+            return True
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                program = cl.Program(context, [device], [binary]).build(options=list(options))
+        except cl.Error:
+            return False
+        _BUILT[key] = program
+        return True
+
+
 def _build_log(exc, device) -> str:
     return str(exc)
 

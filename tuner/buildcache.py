@@ -1,0 +1,110 @@
+"""An on-disk cache of built OpenCL programs, and building many sources in parallel.
+
+Binaries are keyed by the source text, the build options, the device name and the driver
+version, so a driver update or another device never reuses a stale binary. Building runs in
+separate processes (each with its own OpenCL context), so a compiler that hangs or crashes
+costs one build, not the run.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("IMAGECL_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "imagecl")
+    return Path(base) / "builds"
+
+
+def build_key(source: str, options: Sequence[str], device_name: str, driver: str) -> str:
+    h = hashlib.sha256()
+    for part in (source, " ".join(options), device_name, driver):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+class BuildCache:
+    def __init__(self, directory: Optional[Path] = None) -> None:
+        self.directory = Path(directory) if directory else default_cache_dir()
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def path(self, key: str) -> Path:
+        return self.directory / f"{key}.bin"
+
+    def get(self, key: str) -> Optional[bytes]:
+        p = self.path(key)
+        try:
+            return p.read_bytes()
+        except OSError:
+            return None
+
+    def error(self, key: str) -> Optional[str]:
+        p = self.directory / f"{key}.err"
+        try:
+            return p.read_text()
+        except OSError:
+            return None
+
+    def put(self, key: str, binary: bytes) -> None:
+        tmp = self.path(key).with_suffix(".tmp%d" % os.getpid())
+        tmp.write_bytes(binary)
+        os.replace(tmp, self.path(key))  # atomic: a reader never sees half a binary
+
+    def put_error(self, key: str, log: str) -> None:
+        (self.directory / f"{key}.err").write_text(log)
+
+
+def _build_in_child(device_index: int, source: str, options: tuple) -> tuple[Optional[bytes], Optional[str]]:
+    import pyopencl as cl
+
+    from ..runtime.devices import _all_devices, context_and_queue
+
+    device = _all_devices()[device_index]
+    context, _ = context_and_queue(device)  # one context per builder process, reused
+    try:
+        program = cl.Program(context, source).build(options=list(options))
+    except cl.Error as exc:
+        return None, str(exc)
+    return bytes(program.get_info(cl.program_info.BINARIES)[0]), None
+
+
+def prebuild(cache: BuildCache, device_index: int, device_name: str, driver: str, sources: Iterable[str],
+             options: Sequence[str] = (), workers: int = 0, timeout: float = 120.0) -> dict[str, str]:
+    """Build every source not yet cached, in parallel processes; returns {key: 'ok' | error}."""
+    todo = {}
+    for source in sources:
+        key = build_key(source, options, device_name, driver)
+        if cache.get(key) is None and cache.error(key) is None:
+            todo[key] = source
+    results: dict[str, str] = {}
+    if not todo:
+        return results
+    workers = workers or max(1, min(len(todo), (os.cpu_count() or 2)))
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(_build_in_child, device_index, src, tuple(options)): key for key, src in todo.items()}
+        try:
+            for future in concurrent.futures.as_completed(futures, timeout=timeout * max(1, len(todo) / workers)):
+                key = futures[future]
+                try:
+                    binary, log = future.result()
+                except Exception as exc:  # a crashed compiler process
+                    binary, log = None, f"the build process failed: {exc}"
+                if binary is not None:
+                    cache.put(key, binary)
+                    results[key] = "ok"
+                else:
+                    cache.put_error(key, log or "unknown build error")
+                    results[key] = log or "unknown build error"
+        except concurrent.futures.TimeoutError:
+            for future, key in futures.items():
+                if not future.done():
+                    future.cancel()
+                    results[key] = "build timed out"
+    return results

@@ -1,0 +1,192 @@
+"""The measurement engine: configurations in, trustworthy times (or classified failures) out.
+
+- Configurations that share an OpenCL source (they differ only in launch-only parameters) are
+  measured together, after one build; sources are built ahead, in parallel processes, into the
+  on-disk build cache.
+- Launches run in a worker process (worker.py). A variant that hangs is stopped by a watchdog
+  (the worker is killed and replaced) and recorded as a timeout; a worker that dies is recorded
+  as a crash; the run goes on.
+- Every result is committed to the store as it arrives; a restarted run skips what is stored.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ..errors import ConfigError, ImageCLError
+from .buildcache import BuildCache, prebuild
+from .store import Record, RunKey, Store, canonical_config, text_hash
+from .worker import worker_main
+
+
+@dataclass
+class MeasureOptions:
+    timeout: float = 60.0  # seconds one configuration may take (its build included) before the watchdog
+    repeats: int = 3
+    max_repeats: int = 10
+    max_spread: float = 0.10  # repeat more while (max - min) / median exceeds this
+    build_workers: int = 0  # 0: one per CPU core
+    cache_dir: Optional[Path] = None
+    prebuild: bool = True
+
+
+@dataclass
+class Summary:
+    total: int = 0
+    skipped: int = 0  # already in the store
+    measured: int = 0
+    statuses: Counter = field(default_factory=Counter)
+    best_time: Optional[float] = None
+    best_config: Optional[dict] = None
+    seconds: float = 0.0
+    build_seconds: float = 0.0
+    sources: int = 0
+
+    @property
+    def per_second(self) -> float:
+        return self.measured / self.seconds if self.seconds > 0 else 0.0
+
+    def describe(self) -> str:
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items())) or "none"
+        best = (f"best {self.best_time * 1e3:.4f} ms with {json.dumps(self.best_config)}"
+                if self.best_time is not None else "no successful measurement")
+        return (f"{self.measured} measured ({statuses}), {self.skipped} already stored, "
+                f"{self.sources} distinct sources; {self.seconds:.1f} s ({self.per_second:.1f} configurations/s, "
+                f"{self.build_seconds:.1f} s building); {best}")
+
+
+def run_key(program, device, grid_shape: tuple[int, ...]) -> RunKey:
+    size = "x".join(str(s) for s in reversed(grid_shape))
+    return RunKey(text_hash(program.info.unit.source), program.name, device.name.strip(),
+                  device.driver_version.strip(), size)
+
+
+class _Worker:
+    """A worker process and its pipe; replaced whenever it hangs or dies."""
+
+    def __init__(self, setup: dict) -> None:
+        self.setup = setup
+        self.process = None
+        self.conn = None
+
+    def start(self, timeout: float) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self.process = ctx.Process(target=worker_main, args=(child, self.setup), daemon=True)
+        self.process.start()
+        child.close()
+        self.conn = parent
+        if not parent.poll(timeout):
+            self.stop()
+            raise ImageCLError(f"the measurement worker did not start within {timeout:.0f} s")
+        try:
+            hello = parent.recv()
+        except EOFError:
+            self.stop()
+            raise ImageCLError("the measurement worker died while starting (the naive variant crashed?)") from None
+        if not hello.get("ready"):
+            self.stop()
+            raise ImageCLError(f"the measurement worker could not start: {hello.get('error')}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+        if self.conn is not None:
+            self.conn.close()
+        self.process, self.conn = None, None
+
+    def measure(self, config: dict, timeout: float) -> dict:
+        """The worker's result, or a timeout / crash record (after which the worker is gone)."""
+        if self.process is None:
+            self.start(max(timeout, 120.0))
+        try:
+            self.conn.send({"config": config})
+            if self.conn.poll(timeout):
+                return self.conn.recv()
+            self.stop()
+            return {"config": config, "status": "timeout", "time": None,
+                    "error": f"no result within {timeout:.0f} s: the kernel hung or ran too long; the worker was "
+                             "killed and restarted"}
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            code = self.process.exitcode if self.process is not None else None
+            self.stop()
+            return {"config": config, "status": "crash", "time": None,
+                    "error": f"the measurement worker died (exit code {code})"}
+
+
+def measure(program, arguments: dict, configs: list[dict], store: Store, device: Any = None,
+            options: Optional[MeasureOptions] = None,
+            progress: Optional[Callable[[int, int, Summary], None]] = None) -> Summary:
+    """Measure `configs` of `program` on `arguments`; results go to `store`."""
+    from ..runtime.arguments import prepare
+    from ..runtime.devices import _all_devices, select_device
+
+    options = options or MeasureOptions()
+    cl_device = select_device(device)
+    device_index = list(_all_devices()).index(cl_device)
+    prepared = prepare(program.info, dict(arguments))
+    run = run_key(program, cl_device, prepared.grid_shape)
+    space = program.space_for(cl_device, prepared.grid_shape)
+    summary = Summary(total=len(configs))
+    start = time.time()
+
+    done = store.done_keys(run)
+    groups: dict[str, list[dict]] = {}
+    seen = set()
+    for config in configs:
+        try:
+            full = space.complete(config)
+        except ConfigError as exc:
+            key = canonical_config({k: v for k, v in config.items() if isinstance(v, int)})
+            if key not in done:
+                store.add(run, Record(dict(config), "invalid_config", None, error=str(exc)))
+                summary.statuses["invalid_config"] += 1
+            continue
+        key = canonical_config(full)
+        if key in done or key in seen:
+            summary.skipped += 1
+            continue
+        seen.add(key)
+        source_key = canonical_config({k: v for k, v in full.items() if k not in space.launch_only})
+        groups.setdefault(source_key, []).append(full)
+    summary.sources = len(groups)
+
+    cache = BuildCache(options.cache_dir)
+    sources = {k: program.source_of(program.plan(g[0], cl_device)) for k, g in groups.items()}
+    if options.prebuild and sources:
+        t = time.time()
+        prebuild(cache, device_index, cl_device.name.strip(), cl_device.driver_version.strip(), sources.values(),
+                 workers=options.build_workers)
+        summary.build_seconds = time.time() - t
+
+    worker = _Worker({"device_index": device_index, "source": program.info.unit.source,
+                      "filename": program.filename, "arguments": prepared.arrays | prepared.scalars,
+                      "cache_dir": str(cache.directory), "repeats": options.repeats,
+                      "max_repeats": options.max_repeats, "max_spread": options.max_spread})
+    todo = sum(len(g) for g in groups.values())
+    try:
+        for source_key, group in groups.items():
+            source_hash = text_hash(sources[source_key])
+            for config in group:
+                result = worker.measure(config, options.timeout)
+                record = Record(config, result["status"], result.get("time"), result.get("times", []),
+                                result.get("spread"), result.get("error"), bool(result.get("verified")),
+                                source_hash)
+                store.add(run, record)
+                summary.measured += 1
+                summary.statuses[record.status] += 1
+                if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
+                    summary.best_time, summary.best_config = record.time, config
+                summary.seconds = time.time() - start
+                if progress is not None:
+                    progress(summary.measured, todo, summary)
+    finally:
+        worker.stop()
+        summary.seconds = time.time() - start
+    return summary

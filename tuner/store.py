@@ -1,0 +1,161 @@
+"""The results store: one embedded SQLite database of measurements.
+
+Each measurement is committed in its own transaction (WAL journal, synchronous=FULL), so a run
+interrupted at any moment (Ctrl-C, kill -9, power loss) loses at most the measurement in flight,
+the database stays consistent, and a restarted run skips what is already stored.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional
+
+from ..errors import ImageCLError
+
+SCHEMA_VERSION = 1
+
+STATUSES = ("ok", "build_error", "invalid_work_group", "out_of_resources", "wrong_output", "timeout", "crash",
+            "invalid_config", "error")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY,
+    program_hash TEXT NOT NULL,
+    program_name TEXT NOT NULL,
+    device TEXT NOT NULL,
+    driver TEXT NOT NULL,
+    problem_size TEXT NOT NULL,
+    config TEXT NOT NULL,
+    config_key TEXT NOT NULL,
+    source_hash TEXT,
+    status TEXT NOT NULL,
+    time REAL,
+    times TEXT,
+    spread REAL,
+    error TEXT,
+    verified INTEGER NOT NULL DEFAULT 0,
+    timestamp REAL NOT NULL,
+    UNIQUE (program_hash, device, driver, problem_size, config_key)
+);
+CREATE INDEX IF NOT EXISTS by_run ON measurements (program_hash, device, driver, problem_size);
+"""
+
+
+def canonical_config(config: dict) -> str:
+    return json.dumps({k: int(v) for k, v in sorted(config.items())}, separators=(",", ":"))
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Record:
+    config: dict
+    status: str
+    time: Optional[float]  # seconds (median), None for failures
+    times: list[float] = field(default_factory=list)
+    spread: Optional[float] = None
+    error: Optional[str] = None
+    verified: bool = False
+    source_hash: Optional[str] = None
+    program_name: str = ""
+    program_hash: str = ""
+    device: str = ""
+    driver: str = ""
+    problem_size: str = ""
+    timestamp: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"config": self.config, "status": self.status, "time": self.time, "times": self.times,
+                "spread": self.spread, "error": self.error, "verified": self.verified,
+                "program": self.program_name, "program_hash": self.program_hash, "device": self.device,
+                "driver": self.driver, "problem_size": self.problem_size, "timestamp": self.timestamp,
+                "source_hash": self.source_hash}
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """What makes measurements comparable: the program, the device and driver, the problem size."""
+
+    program_hash: str
+    program_name: str
+    device: str
+    driver: str
+    problem_size: str
+
+
+class Store:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(_SCHEMA)
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a usable results database ({exc})") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def done_keys(self, run: RunKey) -> set[str]:
+        rows = self.db.execute(
+            "SELECT config_key FROM measurements WHERE program_hash=? AND device=? AND driver=? AND problem_size=?",
+            (run.program_hash, run.device, run.driver, run.problem_size))
+        return {r[0] for r in rows}
+
+    def add(self, run: RunKey, record: Record) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO measurements (program_hash, program_name, device, driver, problem_size, config,"
+            " config_key, source_hash, status, time, times, spread, error, verified, timestamp)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run.program_hash, run.program_name, run.device, run.driver, run.problem_size,
+             json.dumps(record.config), canonical_config(record.config), record.source_hash, record.status,
+             record.time, json.dumps(record.times), record.spread, record.error, int(record.verified),
+             record.timestamp or time.time()))
+
+    def records(self, run: Optional[RunKey] = None) -> Iterator[Record]:
+        query = "SELECT program_name, program_hash, device, driver, problem_size, config, source_hash, status," \
+                " time, times, spread, error, verified, timestamp FROM measurements"
+        args: tuple = ()
+        if run is not None:
+            query += " WHERE program_hash=? AND device=? AND driver=? AND problem_size=?"
+            args = (run.program_hash, run.device, run.driver, run.problem_size)
+        for row in self.db.execute(query + " ORDER BY id", args):
+            (name, phash, device, driver, size, config, shash, status, t, times, spread, error, verified, ts) = row
+            yield Record(json.loads(config), status, t, json.loads(times or "[]"), spread, error, bool(verified),
+                         shash, name, phash, device, driver, size, ts)
+
+    def runs(self) -> list[RunKey]:
+        rows = self.db.execute("SELECT DISTINCT program_hash, program_name, device, driver, problem_size"
+                               " FROM measurements ORDER BY program_name, device, problem_size")
+        return [RunKey(*r) for r in rows]
+
+    def add_many(self, run: RunKey, records: Iterable[Record]) -> int:
+        n = 0
+        for r in records:
+            self.add(run, r)
+            n += 1
+        return n
+
+
+class StoreError(ImageCLError):
+    """A database that cannot be opened or read."""
+
+
+def open_store(path: Any) -> Store:
+    return Store(path)

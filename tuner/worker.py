@@ -1,0 +1,89 @@
+"""The measurement worker: a separate process that builds, launches, times and verifies variants.
+
+The engine (engine.py) talks to it over a pipe and kills it when it hangs or dies; everything
+the worker needs arrives in one setup message, so a fresh worker can replace it at any time.
+"""
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+import numpy as np
+
+
+def classify(exc: BaseException) -> str:
+    """The status of a failed measurement, from the exception that ended it."""
+    from ..errors import BuildError, ConfigError, ExecutionError
+
+    text = str(exc)
+    if isinstance(exc, BuildError):
+        return "build_error"
+    if isinstance(exc, ConfigError):
+        return "invalid_config"
+    if "WORK_GROUP" in text.upper() or "work-group size" in text:
+        return "invalid_work_group"
+    if any(s in text.upper() for s in ("OUT_OF_RESOURCES", "OUT_OF_HOST_MEMORY", "MEM_OBJECT_ALLOCATION",
+                                        "INVALID_KERNEL_ARGS", "LOCAL_MEM")):
+        return "out_of_resources"
+    if isinstance(exc, ExecutionError):
+        return "out_of_resources"
+    return "error"
+
+
+def worker_main(conn, setup: dict) -> None:
+    """Entry point of the worker process (multiprocessing, 'spawn')."""
+    try:
+        import imagecl
+        from imagecl.runtime import launcher
+        from imagecl.runtime.devices import _all_devices
+        from imagecl.runtime.session import Session, outputs_match
+
+        from .buildcache import BuildCache, build_key
+
+        device = _all_devices()[setup["device_index"]]
+        program = imagecl.compile(setup["source"], setup["filename"])
+        session = Session(program, setup["arguments"], device)
+        reference = session.time(program.plan(None), repeats=1, warmup=0).outputs
+        cache = BuildCache(setup["cache_dir"]) if setup.get("cache_dir") else None
+        conn.send({"ready": True, "naive_outputs": {k: v.shape for k, v in reference.items()}})
+    except Exception as exc:  # noqa: BLE001 - report anything that stops the worker from starting
+        conn.send({"ready": False, "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()})
+        return
+
+    repeats, max_repeats, max_spread = setup.get("repeats", 3), setup.get("max_repeats", 10), setup.get("max_spread", 0.1)
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        config = message["config"]
+        result: dict[str, Any] = {"config": config}
+        try:
+            plan = program.plan(config, device)
+            source = program.source_of(plan)
+            result["source"] = source
+            if cache is not None:
+                key = build_key(source, (), device.name.strip(), device.driver_version.strip())
+                binary = cache.get(key)
+                error = cache.error(key)
+                if error is not None:
+                    raise imagecl.BuildError("the OpenCL compiler rejected the generated kernel", error, source)
+                if binary is not None:
+                    launcher.preload(device, source, binary)
+            timing = session.time(plan, repeats=repeats, max_seconds=setup.get("max_seconds", 2.0))
+            # more repeats while the spread stays large (noisy device, or a first-touch effect)
+            while timing.spread > max_spread and len(timing.times) < max_repeats and sum(timing.times) < 1.0:
+                extra = session.time(plan, repeats=repeats, warmup=0, read_outputs=False)
+                timing.times.extend(extra.times)
+            problem = outputs_match(timing.outputs, reference)
+            result.update(times=timing.times, time=timing.median, spread=timing.spread)
+            if problem:
+                result.update(status="wrong_output", error=problem, time=None)
+            else:
+                result.update(status="ok", verified=True)
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run
+            result.update(status=classify(exc), error=str(exc)[:4000], time=None)
+        result.pop("source", None)
+        conn.send(result)
