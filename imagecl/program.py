@@ -1,6 +1,7 @@
 """A compiled ImageCL program: the checked IR, its tuning space, its variants, and running them."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -66,8 +67,7 @@ class Program:
     def space_for(self, device: Any = None, problem_shape: Optional[tuple[int, ...]] = None) -> Space:
         """The tuning space on `device` (index, name fragment or pyopencl Device); with a problem
         shape (NumPy order), size-dependent limits such as image sizes become constraints too."""
-        limits = DeviceLimits.of(select_device(device))
-        return self.space_for_limits(limits, problem_shape)
+        return self.space_for_limits(DeviceLimits.of(select_device(device)), problem_shape)
 
     def space_for_limits(self, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None) -> Space:
         key = (limits, problem_shape)
@@ -105,9 +105,14 @@ class Program:
         return self.source_of(plan, lines)
 
     def source_of(self, plan: VariantPlan, config_lines: Optional[list[str]] = None) -> str:
-        tunables = dict(plan.tunables)
-        with TunableScope(self.info, tunables):
-            return generate(self.info, plan, config_lines, self.analysis_for(tunables))
+        """The source of `plan`; plans that differ only in launch-only choices share it."""
+        key = (dataclasses.replace(plan, wg=None), tuple(config_lines or ()))
+        cache = self.__dict__.setdefault("_sources", {})
+        if key not in cache:
+            tunables = dict(plan.tunables)
+            with TunableScope(self.info, tunables):
+                cache[key] = generate(self.info, plan, config_lines, self.analysis_for(tunables))
+        return cache[key]
 
     # ---- running ----------------------------------------------------------------------------------
     def __call__(self, device: Any = None, config: Optional[Mapping[str, Any]] = None,

@@ -7,6 +7,7 @@ millions are enumerated or sampled in well under a second.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from dataclasses import dataclass, field
@@ -39,6 +40,10 @@ class DeviceLimits:
 
     @staticmethod
     def of(device) -> "DeviceLimits":
+        return _limits_of(device)
+
+    @staticmethod
+    def query(device) -> "DeviceLimits":
         support = bool(device.image_support)
         return DeviceLimits(
             name=device.name.strip(),
@@ -52,6 +57,11 @@ class DeviceLimits:
             image3d_max=(int(device.image3d_max_width), int(device.image3d_max_height),
                          int(device.image3d_max_depth)) if support else (0, 0, 0),
         )
+
+
+@functools.lru_cache(maxsize=None)
+def _limits_of(device) -> DeviceLimits:
+    return DeviceLimits.query(device)
 
 
 @dataclass

@@ -101,23 +101,30 @@ class _Worker:
             self.conn.close()
         self.process, self.conn = None, None
 
-    def measure(self, config: dict, timeout: float) -> dict:
-        """The worker's result, or a timeout / crash record (after which the worker is gone)."""
-        if self.process is None:
-            self.start(max(timeout, 120.0))
-        try:
-            self.conn.send({"config": config})
-            if self.conn.poll(timeout):
-                return self.conn.recv()
-            self.stop()
-            return {"config": config, "status": "timeout", "time": None,
-                    "error": f"no result within {timeout:.0f} s: the kernel hung or ran too long; the worker was "
-                             "killed and restarted"}
-        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
-            code = self.process.exitcode if self.process is not None else None
-            self.stop()
-            return {"config": config, "status": "crash", "time": None,
-                    "error": f"the measurement worker died (exit code {code})"}
+    def measure_group(self, configs: list[dict], timeout: float):
+        """Yield one result per configuration, in order: the worker's, or a timeout / crash record
+        (after which a fresh worker takes the rest of the group)."""
+        pending = list(configs)
+        while pending:
+            if self.process is None:
+                self.start(max(timeout, 120.0))
+            try:
+                self.conn.send({"configs": pending})
+                while pending:
+                    if not self.conn.poll(timeout):
+                        self.stop()
+                        yield {"config": pending.pop(0), "status": "timeout", "time": None,
+                               "error": f"no result within {timeout:.0f} s: the kernel hung or ran too long; the "
+                                        "worker was killed and restarted"}
+                        break
+                    result = self.conn.recv()
+                    pending.pop(0)
+                    yield result
+            except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+                code = self.process.exitcode if self.process is not None else None
+                self.stop()
+                yield {"config": pending.pop(0), "status": "crash", "time": None,
+                       "error": f"the measurement worker died (exit code {code})"}
 
 
 def measure(program, arguments: dict, configs: list[dict], store: Store, device: Any = None,
@@ -173,8 +180,8 @@ def measure(program, arguments: dict, configs: list[dict], store: Store, device:
     try:
         for source_key, group in groups.items():
             source_hash = text_hash(sources[source_key])
-            for config in group:
-                result = worker.measure(config, options.timeout)
+            for result in worker.measure_group(group, options.timeout):
+                config = result["config"]
                 record = Record(config, result["status"], result.get("time"), result.get("times", []),
                                 result.get("spread"), result.get("error"), bool(result.get("verified")),
                                 source_hash)

@@ -36,14 +36,15 @@ def worker_main(conn, setup: dict) -> None:
         import imagecl
         from imagecl.runtime import launcher
         from imagecl.runtime.devices import _all_devices
-        from imagecl.runtime.session import Session, outputs_match
+        from imagecl.runtime.session import Session
 
         from .buildcache import BuildCache, build_key
 
         device = _all_devices()[setup["device_index"]]
         program = imagecl.compile(setup["source"], setup["filename"])
         session = Session(program, setup["arguments"], device)
-        reference = session.time(program.plan(None), repeats=1, warmup=0).outputs
+        reference = session.time(program.plan(None), repeats=0, warmup=1).outputs
+        session.set_reference(reference)
         cache = BuildCache(setup["cache_dir"]) if setup.get("cache_dir") else None
         conn.send({"ready": True, "naive_outputs": {k: v.shape for k, v in reference.items()}})
     except Exception as exc:  # noqa: BLE001 - report anything that stops the worker from starting
@@ -58,32 +59,42 @@ def worker_main(conn, setup: dict) -> None:
             return
         if message is None:
             return
-        config = message["config"]
-        result: dict[str, Any] = {"config": config}
-        try:
-            plan = program.plan(config, device)
-            source = program.source_of(plan)
-            result["source"] = source
-            if cache is not None:
-                key = build_key(source, (), device.name.strip(), device.driver_version.strip())
-                binary = cache.get(key)
-                error = cache.error(key)
-                if error is not None:
-                    raise imagecl.BuildError("the OpenCL compiler rejected the generated kernel", error, source)
-                if binary is not None:
-                    launcher.preload(device, source, binary)
-            timing = session.time(plan, repeats=repeats, max_seconds=setup.get("max_seconds", 2.0))
-            # more repeats while the spread stays large (noisy device, or a first-touch effect)
-            while timing.spread > max_spread and len(timing.times) < max_repeats and sum(timing.times) < 1.0:
-                extra = session.time(plan, repeats=repeats, warmup=0, read_outputs=False)
-                timing.times.extend(extra.times)
-            problem = outputs_match(timing.outputs, reference)
-            result.update(times=timing.times, time=timing.median, spread=timing.spread)
-            if problem:
-                result.update(status="wrong_output", error=problem, time=None)
-            else:
-                result.update(status="ok", verified=True)
-        except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run
-            result.update(status=classify(exc), error=str(exc)[:4000], time=None)
-        result.pop("source", None)
-        conn.send(result)
+        # a group of configurations (one source, many launches); one result is sent per configuration
+        for config in message["configs"]:
+            conn.send(_measure_one(config, program, device, session, cache, repeats, max_repeats, max_spread,
+                                   setup))
+
+
+def _measure_one(config, program, device, session, cache, repeats, max_repeats, max_spread, setup) -> dict:
+    import imagecl
+    from imagecl.runtime import launcher
+
+    from .buildcache import build_key
+
+    result: dict[str, Any] = {"config": config}
+    try:
+        plan = program.plan(config, device)
+        source = program.source_of(plan)
+        result["source"] = source
+        if cache is not None:
+            key = build_key(source, (), device.name.strip(), device.driver_version.strip())
+            binary = cache.get(key)
+            error = cache.error(key)
+            if error is not None:
+                raise imagecl.BuildError("the OpenCL compiler rejected the generated kernel", error, source)
+            if binary is not None:
+                launcher.preload(device, source, binary)
+        timing = session.time(plan, repeats=repeats, verify=True, read_outputs=False,
+                              max_seconds=setup.get("max_seconds", 2.0))
+        if timing.problem:
+            result.update(status="wrong_output", error=timing.problem, time=None)
+            return result
+        # more repeats while the spread stays large (noisy device, or a first-touch effect)
+        while timing.spread > max_spread and len(timing.times) < max_repeats and sum(timing.times) < 1.0:
+            extra = session.time(plan, repeats=repeats, warmup=1, read_outputs=False)
+            timing.times.extend(extra.times)
+        result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok", verified=True)
+    except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run
+        result.update(status=classify(exc), error=str(exc)[:4000], time=None)
+    result.pop("source", None)
+    return result
