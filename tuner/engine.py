@@ -33,6 +33,7 @@ class MeasureOptions:
     build_workers: int = 0  # 0: one per CPU core
     cache_dir: Optional[Path] = None
     prebuild: bool = True
+    deadline: Optional[float] = None  # seconds for the whole call; stops cleanly after the result in flight
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Summary:
     seconds: float = 0.0
     build_seconds: float = 0.0
     sources: int = 0
+    stopped_early: bool = False  # the deadline passed before every configuration was measured
 
     @property
     def per_second(self) -> float:
@@ -179,6 +181,9 @@ def measure(program, arguments: dict, configs: list[dict], store: Store, device:
     todo = sum(len(g) for g in groups.values())
     try:
         for source_key, group in groups.items():
+            if options.deadline is not None and time.time() - start > options.deadline:
+                summary.stopped_early = True
+                break
             source_hash = text_hash(sources[source_key])
             for result in worker.measure_group(group, options.timeout):
                 config = result["config"]
