@@ -87,8 +87,9 @@ def assert_float_close(got, ref, scale=1.0):
 
 # Non-default tuning configurations run by every program (besides the naive variant): the
 # compiler's own parameters, chosen where the program's space has them. Each is a partial
-# configuration; missing parameters take their defaults.
-def tuned_configs(prog, extra: dict) -> list[dict]:
+# configuration; missing parameters take their defaults. With ``tunable``, the configurations
+# take that application-specific parameter's values in turn, so every value meets a tuned variant.
+def tuned_configs(prog, tunable: str | None = None) -> list[dict]:
     space = prog.space
     names = set(space.names)
     wanted = [
@@ -98,10 +99,15 @@ def tuned_configs(prog, extra: dict) -> list[dict]:
     mem = {n: 1 for n in names if n.startswith(("image_", "local_", "constant_"))}
     unroll = {n: max(space.parameter(n).values) for n in names if n.startswith("unroll_")}
     wanted.append({"wg_x": 4, "wg_y": 4, **mem, **unroll})
-    if "wg_z" in names:
-        for cfg in wanted:
+    configs = []
+    for n, cfg in enumerate(wanted):
+        if "wg_z" in names:
             cfg["wg_z"] = 2
-    return [{k: v for k, v in {**cfg, **extra}.items() if k in names or k in extra} for cfg in wanted]
+        if tunable is not None:
+            values = space.parameter(tunable).values
+            cfg[tunable] = values[n % len(values)]
+        configs.append({k: v for k, v in cfg.items() if k in names})
+    return configs
 
 
 # ----------------------------------------------------------------------------------------
@@ -134,7 +140,7 @@ def test_convolution9_tuned():
     img = rng.uniform(-1, 1, SHAPES_2D[0]).astype(np.float32)
     filt = rng.uniform(-1, 1, (9, 9)).astype(np.float32)
     ref = convolution9_reference(img, filt)
-    for cfg in tuned_configs(prog, {}):
+    for cfg in tuned_configs(prog):
         out = prog(input=img, filter=filt, config=cfg)
         assert_float_close(out["output"], ref, scale=np.abs(img).max() * np.abs(filt).sum())
 
@@ -230,7 +236,7 @@ def test_stereo_tuned():
     left = rng.integers(-50, 50, shape).astype(np.int32)
     right = np.roll(left, -3, axis=1) + rng.integers(-2, 3, shape).astype(np.int32)
     ref, _ = stereo_reference(left, right)
-    for cfg in tuned_configs(prog, {}):
+    for cfg in tuned_configs(prog):
         out = prog(left=left, right=right, config=cfg)
         assert_exact(out["disparity"], ref, np.int32)
 
@@ -318,7 +324,7 @@ def test_raycasting_tuned():
     vol_shape, out_shape = SHAPE_3D, (29, 37)
     volume, transfer = raycasting_data("tuned", vol_shape)
     ref, _ = raycasting_reference(volume, transfer, out_shape)
-    for cfg in tuned_configs(prog, {}):
+    for cfg in tuned_configs(prog):
         out = prog(volume=volume, output=np.zeros(out_shape + (4,), np.uint8), transfer=transfer, config=cfg)
         assert_exact(out["output"], ref, np.uint8)
 
@@ -351,13 +357,12 @@ def test_median_select(algorithm, shape, values):
     assert_exact(out["output"], median_reference(img), np.uint8)
 
 
-@pytest.mark.parametrize("algorithm", [0, 1])
-def test_median_select_tuned(algorithm):
+def test_median_select_tuned():
     prog = program("median_select")
-    rng = rng_for("median_select-tuned", algorithm)
+    rng = rng_for("median_select-tuned")
     img = rng.integers(0, 256, SHAPES_2D[0], dtype=np.uint8)
     ref = median_reference(img)
-    for cfg in tuned_configs(prog, {"ALGORITHM": algorithm}):
+    for cfg in tuned_configs(prog, "ALGORITHM"):
         out = prog(input=img, config=cfg)
         assert_exact(out["output"], ref, np.uint8)
 
@@ -438,10 +443,9 @@ def test_bilateral_tuned():
     f = bilateral_reference(vol, SIGMA_S, SIGMA_R)
     naive = prog(input=vol, sigma_spatial=SIGMA_S, sigma_range=SIGMA_R)["output"]
     assert_rounded(naive, f)
-    for pre in (0, 1):
-        for cfg in tuned_configs(prog, {"PRECOMPUTE_SPATIAL": pre}):
-            out = prog(input=vol, sigma_spatial=SIGMA_S, sigma_range=SIGMA_R, config=cfg)["output"]
-            assert_rounded(out, f)
+    for cfg in tuned_configs(prog, "PRECOMPUTE_SPATIAL"):
+        out = prog(input=vol, sigma_spatial=SIGMA_S, sigma_range=SIGMA_R, config=cfg)["output"]
+        assert_rounded(out, f)
 
 
 def test_space_sizes():

@@ -286,6 +286,8 @@ class Emitter:
             return f"{self.lvalue(e.target)} {e.op} {self.assigned(e.value, e.target.type)}", 2
         if isinstance(e, ir.Ternary):
             cond = self.expr(e.cond, 4)
+            if isinstance(e.cond.type, ty.ScalarType) and e.cond.type.is_float:
+                cond = f"({self.expr(e.cond, 9)} != 0)"  # OpenCL C wants an integer condition for ?:
             a = self.convert(e.then, e.type, 3)
             b = self.convert(e.other, e.type, 3)
             return f"{cond} ? {a} : {b}", 3

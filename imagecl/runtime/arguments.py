@@ -132,7 +132,7 @@ def prepare(info: ProgramInfo, kwargs: dict[str, Any]) -> PreparedArgs:
             scalars[p.name] = _check_scalar(p.name, p.type, given)
             continue
         if p.name not in kwargs or given is None:
-            if array.is_read or not array.is_written:
+            if not array.is_written or (array.is_read and not array.in_grid):
                 raise ArgumentError(f"missing argument '{p.name}' ({p.type.c_name()}, expected shape "
                                     f"{expected_shape_text(array)})")
             continue
@@ -143,7 +143,7 @@ def prepare(info: ProgramInfo, kwargs: dict[str, Any]) -> PreparedArgs:
         array = info.arrays.get(p.name)
         if array is None or p.name in arrays:
             continue
-        if array.in_grid and array.is_written and not array.is_read:
+        if array.in_grid and array.is_written:  # allocated zero-filled (LANGUAGE.md)
             shape = grid_shape + ((array.element.width,) if isinstance(array.element, ty.VectorType) else ())
             arrays[p.name] = np.zeros(shape, dtype=_element_dtype(array))
         else:
