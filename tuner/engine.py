@@ -129,63 +129,84 @@ class _Worker:
                        "error": f"the measurement worker died (exit code {code})"}
 
 
-def measure(program, arguments: dict, configs: list[dict], store: Store, device: Any = None,
-            options: Optional[MeasureOptions] = None,
-            progress: Optional[Callable[[int, int, Summary], None]] = None) -> Summary:
-    """Measure `configs` of `program` on `arguments`; results go to `store`."""
-    from ..runtime.arguments import prepare
-    from ..runtime.devices import _all_devices, select_device
+class Measurer:
+    """Measures configurations of one program, on one device and one set of arguments, into a
+    store; keeps its worker between calls, so a tuner can ask for a few configurations at a time."""
 
-    options = options or MeasureOptions()
-    cl_device = select_device(device)
-    device_index = list(_all_devices()).index(cl_device)
-    prepared = prepare(program.info, dict(arguments))
-    run = run_key(program, cl_device, prepared.grid_shape)
-    space = program.space_for(cl_device, prepared.grid_shape)
-    summary = Summary(total=len(configs))
-    start = time.time()
+    def __init__(self, program, arguments: dict, store: Store, device: Any = None,
+                 options: Optional[MeasureOptions] = None) -> None:
+        from ..runtime.arguments import prepare
+        from ..runtime.devices import _all_devices, select_device
 
-    done = store.done_keys(run)
-    groups: dict[str, list[dict]] = {}
-    seen = set()
-    for config in configs:
-        try:
-            full = space.complete(config)
-        except ConfigError as exc:
-            key = canonical_config({k: v for k, v in config.items() if isinstance(v, int)})
-            if key not in done:
-                store.add(run, Record(dict(config), "invalid_config", None, error=str(exc)))
-                summary.statuses["invalid_config"] += 1
-            continue
-        key = canonical_config(full)
-        if key in done or key in seen:
-            summary.skipped += 1
-            continue
-        seen.add(key)
-        source_key = canonical_config({k: v for k, v in full.items() if k not in space.launch_only})
-        groups.setdefault(source_key, []).append(full)
-    summary.sources = len(groups)
+        self.program = program
+        self.store = store
+        self.options = options or MeasureOptions()
+        self.device = select_device(device)
+        self.device_index = list(_all_devices()).index(self.device)
+        self.prepared = prepare(program.info, dict(arguments))
+        self.run = run_key(program, self.device, self.prepared.grid_shape)
+        self.space = program.space_for(self.device, self.prepared.grid_shape)
+        self.cache = BuildCache(self.options.cache_dir)
+        self.worker = _Worker({"device_index": self.device_index, "source": program.info.unit.source,
+                               "filename": program.filename,
+                               "arguments": self.prepared.arrays | self.prepared.scalars,
+                               "cache_dir": str(self.cache.directory), "repeats": self.options.repeats,
+                               "max_repeats": self.options.max_repeats, "max_spread": self.options.max_spread})
 
-    cache = BuildCache(options.cache_dir)
-    sources = {k: program.source_of(program.plan(g[0], cl_device)) for k, g in groups.items()}
-    if options.prebuild and sources:
-        t = time.time()
-        prebuild(cache, device_index, cl_device.name.strip(), cl_device.driver_version.strip(), sources.values(),
-                 workers=options.build_workers)
-        summary.build_seconds = time.time() - t
+    def __enter__(self) -> "Measurer":
+        return self
 
-    worker = _Worker({"device_index": device_index, "source": program.info.unit.source,
-                      "filename": program.filename, "arguments": prepared.arrays | prepared.scalars,
-                      "cache_dir": str(cache.directory), "repeats": options.repeats,
-                      "max_repeats": options.max_repeats, "max_spread": options.max_spread})
-    todo = sum(len(g) for g in groups.values())
-    try:
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.worker.stop()
+
+    def stored(self) -> dict[str, Record]:
+        """What the store already holds for this program, device, driver and problem size."""
+        return {canonical_config(r.config): r for r in self.store.records(self.run)}
+
+    def measure(self, configs: list[dict],
+                progress: Optional[Callable[[int, int, Summary], None]] = None) -> Summary:
+        """Measure `configs` (those already stored are skipped); every result goes to the store."""
+        options, store, run, space, program = self.options, self.store, self.run, self.space, self.program
+        summary = Summary(total=len(configs))
+        start = time.time()
+        done = store.done_keys(run)
+        groups: dict[str, list[dict]] = {}
+        seen = set()
+        for config in configs:
+            try:
+                full = space.complete(config)
+            except ConfigError as exc:
+                key = canonical_config({k: v for k, v in config.items() if isinstance(v, int)})
+                if key not in done:
+                    store.add(run, Record(dict(config), "invalid_config", None, error=str(exc)))
+                    summary.statuses["invalid_config"] += 1
+                continue
+            key = canonical_config(full)
+            if key in done or key in seen:
+                summary.skipped += 1
+                continue
+            seen.add(key)
+            source_key = canonical_config({k: v for k, v in full.items() if k not in space.launch_only})
+            groups.setdefault(source_key, []).append(full)
+        summary.sources = len(groups)
+
+        sources = {k: program.source_of(program.plan(g[0], self.device)) for k, g in groups.items()}
+        if options.prebuild and sources:
+            t = time.time()
+            prebuild(self.cache, self.device_index, self.device.name.strip(), self.device.driver_version.strip(),
+                     sources.values(), workers=options.build_workers)
+            summary.build_seconds = time.time() - t
+
+        todo = sum(len(g) for g in groups.values())
         for source_key, group in groups.items():
             if options.deadline is not None and time.time() - start > options.deadline:
                 summary.stopped_early = True
                 break
             source_hash = text_hash(sources[source_key])
-            for result in worker.measure_group(group, options.timeout):
+            for result in self.worker.measure_group(group, options.timeout):
                 config = result["config"]
                 record = Record(config, result["status"], result.get("time"), result.get("times", []),
                                 result.get("spread"), result.get("error"), bool(result.get("verified")),
@@ -198,7 +219,13 @@ def measure(program, arguments: dict, configs: list[dict], store: Store, device:
                 summary.seconds = time.time() - start
                 if progress is not None:
                     progress(summary.measured, todo, summary)
-    finally:
-        worker.stop()
         summary.seconds = time.time() - start
-    return summary
+        return summary
+
+
+def measure(program, arguments: dict, configs: list[dict], store: Store, device: Any = None,
+            options: Optional[MeasureOptions] = None,
+            progress: Optional[Callable[[int, int, Summary], None]] = None) -> Summary:
+    """Measure `configs` of `program` on `arguments`; results go to `store`."""
+    with Measurer(program, arguments, store, device, options) as measurer:
+        return measurer.measure(configs, progress)
