@@ -1,0 +1,140 @@
+"""The tuned kernel for applications: OpenCL source, JSON description, and a C host wrapper that
+gcc compiles against the system's OpenCL library and that reproduces the Python results."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import imagecl
+from imagecl.export import export_tuned
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+DRIVER = """
+#include "imcl_{name}.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+static void* slurp(const char* path, size_t* size)
+{{
+    FILE* f = fopen(path, "rb");
+    if (!f) {{ perror(path); exit(3); }}
+    fseek(f, 0, SEEK_END);
+    *size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void* data = malloc(*size);
+    if (fread(data, 1, *size, f) != *size) exit(3);
+    fclose(f);
+    return data;
+}}
+
+int main(void)
+{{
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_int err = clGetPlatformIDs(1, &platform, NULL);
+    err |= clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL);
+    cl_context context = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
+    cl_command_queue queue = clCreateCommandQueue(context, device, 0, &err);
+    if (err != CL_SUCCESS) {{ fprintf(stderr, "OpenCL set-up failed: %d\\n", err); return 2; }}
+    imcl_{name} k;
+    err = imcl_{name}_init(&k, context, device, queue);
+    if (err != CL_SUCCESS) {{ fprintf(stderr, "init failed: %d\\n", err); return 2; }}
+    size_t size;
+{body}
+    if (err != CL_SUCCESS) {{ fprintf(stderr, "run failed: %d\\n", err); return 2; }}
+{save}
+    imcl_{name}_release(&k);
+    clReleaseCommandQueue(queue);
+    clReleaseContext(context);
+    return 0;
+}}
+"""
+
+
+def build_and_run(tmp_path: Path, prog, config, body: str, save: str) -> None:
+    if shutil.which("gcc") is None:
+        pytest.fail("gcc is missing: scripts/setup.sh installs it")
+    out = tmp_path / "tuned"
+    paths = export_tuned(prog, config, out)
+    assert {p.name for p in paths} == {f"{prog.name}.cl", f"{prog.name}.json", f"imcl_{prog.name}.h",
+                                        f"imcl_{prog.name}.c"}
+    (out / "driver.c").write_text(DRIVER.format(name=prog.name, body=textwrap.indent(body, "    "),
+                                                save=textwrap.indent(save, "    ")))
+    compiled = subprocess.run(["gcc", "-std=c99", "-Wall", "-Werror", "-O1", "-o", str(out / "driver"),
+                               str(out / "driver.c"), str(out / f"imcl_{prog.name}.c"), "-lOpenCL"],
+                              capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+    ran = subprocess.run([str(out / "driver")], capture_output=True, text=True, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+
+
+def test_sobel_with_image_and_local_memory(tmp_path):
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    h, w = 29, 43
+    img = np.random.default_rng(4).random((h, w), dtype=np.float32)
+    img.tofile(tmp_path / "input.bin")
+    config = {"wg_x": 8, "wg_y": 4, "px_x": 2, "px_y": 2, "interleaved": 1, "image_input": 1, "local_input": 1}
+    body = f"""float* input = (float*)slurp("input.bin", &size);
+float* dx = (float*)calloc({h * w}, sizeof(float));
+float* dy = (float*)calloc({h * w}, sizeof(float));
+err = imcl_sobel_run(&k, input, {w}, {h}, dx, {w}, {h}, dy, {w}, {h});"""
+    save = f"""FILE* f = fopen("dx.bin", "wb"); fwrite(dx, sizeof(float), {h * w}, f); fclose(f);
+f = fopen("dy.bin", "wb"); fwrite(dy, sizeof(float), {h * w}, f); fclose(f);"""
+    build_and_run(tmp_path, prog, config, body, save)
+    expected = prog(input=img)
+    np.testing.assert_allclose(np.fromfile(tmp_path / "dx.bin", np.float32).reshape(h, w), expected["dx"], rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(np.fromfile(tmp_path / "dy.bin", np.float32).reshape(h, w), expected["dy"], rtol=1e-5,
+                               atol=1e-6)
+    description = json.loads((tmp_path / "tuned" / "sobel.json").read_text())
+    assert description["configuration"]["local_input"] == 1 and description["kernel"] == "sobel"
+    roles = [a["role"] for a in description["arguments"]]
+    assert roles.count("tile") == 1 and roles[0] == "image"
+    assert description["local_size"] == [8, 4] and description["layout"] == "interleaved"
+
+
+def test_threshold_with_scalars_and_pointer(tmp_path):
+    prog = imagecl.load(EXAMPLES / "threshold.icl")
+    h, w = 17, 23
+    rng = np.random.default_rng(5)
+    img = rng.integers(0, 256, (h, w), dtype=np.uint8)
+    thresholds = rng.integers(0, 256, w, dtype=np.uint8)
+    img.tofile(tmp_path / "input.bin")
+    thresholds.tofile(tmp_path / "thr.bin")
+    config = {"px_y": 4, "wg_x": 4, "wg_y": 2}
+    body = f"""unsigned char* input = (unsigned char*)slurp("input.bin", &size);
+unsigned char* thr = (unsigned char*)slurp("thr.bin", &size);
+unsigned char* output = (unsigned char*)calloc({h * w}, 1);
+err = imcl_copy_run(&k, 200, 7, input, {w}, {h}, output, {w}, {h}, thr, {w});"""
+    save = f"""FILE* f = fopen("out.bin", "wb"); fwrite(output, 1, {h * w}, f); fclose(f);"""
+    build_and_run(tmp_path, prog, config, body, save)
+    expected = prog(above=200, below=7, input=img, output=np.zeros_like(img), thresholds=thresholds)["output"]
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "out.bin", np.uint8).reshape(h, w), expected)
+
+
+def test_convolution_with_constant_filter_and_unrolling(tmp_path):
+    prog = imagecl.load(EXAMPLES / "convolution.icl")
+    h, w = 21, 30
+    rng = np.random.default_rng(6)
+    img = rng.random((h, w), dtype=np.float32)
+    filt = rng.random((5, 5), dtype=np.float32)
+    img.tofile(tmp_path / "input.bin")
+    filt.tofile(tmp_path / "filter.bin")
+    unroll = {p.name: 5 for p in prog.space.parameters if p.kind == "unroll"}
+    config = {"constant_filter": 1, "px_x": 4, "wg_x": 4, "wg_y": 4, **unroll}
+    body = f"""float* input = (float*)slurp("input.bin", &size);
+float* filter = (float*)slurp("filter.bin", &size);
+float* output = (float*)calloc({h * w}, sizeof(float));
+err = imcl_convolution_run(&k, input, {w}, {h}, output, {w}, {h}, filter);"""
+    save = f"""FILE* f = fopen("out.bin", "wb"); fwrite(output, sizeof(float), {h * w}, f); fclose(f);"""
+    build_and_run(tmp_path, prog, config, body, save)
+    expected = prog(input=img, filter=filt)["output"]
+    np.testing.assert_allclose(np.fromfile(tmp_path / "out.bin", np.float32).reshape(h, w), expected, rtol=1e-5,
+                               atol=1e-5)
