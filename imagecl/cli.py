@@ -77,6 +77,30 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--db", required=True)
     res.add_argument("--json", action="store_true", help="print a list of records as JSON")
 
+    tune = sub.add_parser("tune", help="auto-tune a program for a device and write the tuned kernel",
+                          description="Tune a program on random inputs of the given size: measure a random "
+                                      "sample, train a model, measure its most promising predictions; write the "
+                                      "tuned OpenCL source, a JSON description and a C host wrapper to -o DIR, and "
+                                      "record the configuration so that imagecl.load() uses it on this device.")
+    tune.add_argument("file")
+    tune.add_argument("assignments", nargs="*", metavar="NAME=VALUE", help="scalars (and optionally input files)")
+    tune.add_argument("--size", required=True, help="problem size WxH[xD]")
+    tune.add_argument("--device", help="device index or name fragment")
+    tune.add_argument("--budget", type=int, default=200, help="most configurations to measure (default 200)")
+    tune.add_argument("--strategy", default="ml", help="ml (default), random, annealing, pso or exhaustive")
+    tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--db", help="results database (default: DIR/measurements.db)")
+    tune.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
+    tune.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
+
+    sim = sub.add_parser("simulate", help="replay recorded measurements with a search strategy", add_help=False)
+    sim.add_argument("rest", nargs=argparse.REMAINDER)
+
+    exp = sub.add_parser("export", help="write a results database as a Kernel Tuner cache file or T4 file")
+    exp.add_argument("--db", required=True)
+    exp.add_argument("--format", choices=("kernel_tuner", "t4"), required=True)
+    exp.add_argument("-o", "--output", required=True)
+
     sub.add_parser("devices", help="list the OpenCL devices")
     return parser
 
@@ -272,6 +296,145 @@ def _measure(args) -> int:
     return 0
 
 
+def _tune(args) -> int:
+    from . import tuned
+    from .export import export_tuned
+    from .runtime.devices import select_device
+    from .runtime.synthetic import synthetic_arguments
+    from .tuner.engine import MeasureOptions, Measurer
+    from .tuner.live import LiveProblem
+    from .tuner.simulate import SimulationError, resolve_strategy
+    from .tuner.store import Store
+
+    import numpy as np
+
+    program = _load(args.file)
+    shape = parse_size(args.size)
+    if args.budget < 1:
+        raise ArgumentError("--budget needs a positive number of configurations")
+    try:
+        name, strategy = resolve_strategy(args.strategy)
+    except SimulationError as exc:
+        raise ArgumentError(str(exc)) from None
+    given = _inputs(program, args.assignments)
+    arguments, defaulted = synthetic_arguments(program, shape, given, seed=args.seed)
+    for scalar in defaulted:
+        print(f"note: scalar '{scalar}' not given; using 1 (pass {scalar}=VALUE)", file=sys.stderr)
+    device = select_device(args.device)
+    out = Path(args.output)
+    db = Path(args.db) if args.db else out / "measurements.db"
+    progress = _Progress()
+    space = program.space_for(device, shape)
+    print(f"tuning '{program.name}' on {device.name.strip()} for {args.size}: {space.size:,} configurations, "
+          f"budget {args.budget}, strategy {name}", file=sys.stderr)
+    with Store(db) as store, Measurer(program, arguments, store, device,
+                                      MeasureOptions(timeout=args.timeout, prebuild=False)) as measurer:
+        naive = measurer.measure([space.defaults])  # the baseline the result is compared with
+        from .tuner.engine import Summary
+
+        live = Summary()
+        started = __import__("time").time()
+
+        def on_measure(config, seconds):
+            live.measured += 1
+            live.statuses["ok" if seconds is not None else "failed"] += 1
+            if seconds is not None and (live.best_time is None or seconds < live.best_time):
+                live.best_time = seconds
+            live.seconds = __import__("time").time() - started
+            progress(min(live.measured, args.budget), args.budget, live)
+
+        problem = LiveProblem(space, measurer, on_measure=on_measure)
+        result = strategy(problem, args.budget, np.random.default_rng(args.seed))
+    if result.best_config is None:
+        raise ImageCLError("no configuration could be measured successfully; see 'imagecl results --db "
+                           f"{db}' for the failures")
+    best = space.complete(result.best_config)
+    predicted = result.info.get("predicted_seconds") if isinstance(result.info, dict) else None
+    paths = export_tuned(program, best, out, device, shape, measured=result.best_time, predicted=predicted)
+    tuned.record(program.info.unit.source, device, best, shape, result.best_time)
+    naive_time = naive.best_time
+    print(f"best: {result.best_time * 1e3:.4f} ms after {result.evaluations} measurements"
+          + (f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / result.best_time:.2f}x)"
+             if naive_time else ""))
+    print(f"configuration: {json.dumps(best)}")
+    print("wrote " + ", ".join(str(p) for p in paths))
+    print(f"measurements in {db}; imagecl.load('{args.file}') now uses this configuration on this device")
+    return 0
+
+
+def _simulate(args) -> int:
+    from .tuner.simulate import SimulationError, main as simulate_main
+
+    rest = list(args.rest)
+    if rest and not rest[0].startswith("-") and _is_sqlite(rest[0]):
+        rest[0] = _db_to_cache(rest[0])
+    try:
+        return simulate_main(rest)
+    except SimulationError as exc:
+        raise ImageCLError(str(exc)) from None
+
+
+def _is_sqlite(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _db_records(db: str):
+    """(parameter names, measurements) of the largest run in a results database."""
+    from .tuner.store import Store
+
+    with Store(db) as store:
+        runs = store.runs()
+        if not runs:
+            raise ImageCLError(f"{db}: no measurements")
+        best_run, best = None, []
+        for run in runs:
+            records = list(store.records(run))
+            if len(records) > len(best):
+                best_run, best = run, records
+    names = sorted({k for r in best for k in r.config})
+    measurements = [{"config": {n: r.config.get(n, 0) for n in names}, "time_seconds": r.time, "status": r.status,
+                     "error": r.error} for r in best if r.status != "invalid_config"]
+    return best_run, names, measurements
+
+
+def _db_to_cache(db: str) -> str:
+    """Replay from our database: converted on the fly to a Kernel Tuner cache file."""
+    import tempfile
+
+    from .tuner.formats import write_kernel_tuner_cache
+    from .tuner.problem import parameters_from_keys
+
+    _, names, measurements = _db_records(db)
+    params = parameters_from_keys(names, (tuple(m["config"][n] for n in names) for m in measurements))
+    path = tempfile.mktemp(suffix=".json", prefix="imagecl-replay-")
+    write_kernel_tuner_cache(path, params, measurements)
+    return path
+
+
+def _export(args) -> int:
+    from .tuner.formats import write_kernel_tuner_cache, write_t4
+    from .tuner.problem import parameters_from_keys
+
+    if not Path(args.db).exists():
+        raise ImageCLError(f"{args.db}: no such results database")
+    run, names, measurements = _db_records(args.db)
+    params = parameters_from_keys(names, (tuple(m["config"][n] for n in names) for m in measurements))
+    try:
+        if args.format == "kernel_tuner":
+            write_kernel_tuner_cache(args.output, params, measurements)
+        else:
+            write_t4(args.output, params, measurements)
+    except OSError as exc:
+        raise ImageCLError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
+    print(f"wrote {len(measurements)} measurements of '{run.program_name}' on {run.device} ({run.problem_size}) "
+          f"to {args.output}")
+    return 0
+
+
 def _results(args) -> int:
     from .tuner.store import Store
 
@@ -353,6 +516,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _measure(args)
         if args.command == "results":
             return _results(args)
+        if args.command == "tune":
+            return _tune(args)
+        if args.command == "simulate":
+            return _simulate(args)
+        if args.command == "export":
+            return _export(args)
     except ImageCLError as exc:
         from .errors import CompileError
 

@@ -125,15 +125,31 @@ class Program:
         """Run once; returns the written arrays and the kernel's time in seconds (profiling events)."""
         cl_device = select_device(device)
         prepared = prepare(self.info, dict(arguments))
+        space = self.space_for_limits(DeviceLimits.of(cl_device), prepared.grid_shape)
+        if config is None:
+            config = self.tuned_config(cl_device, space)
         if config is None:
             plan = VariantPlan.naive(self.info)
         else:
-            space = self.space_for_limits(DeviceLimits.of(cl_device), prepared.grid_shape)
             plan = VariantPlan.from_config(self.info, space.complete(config))
         source = self.source_of(plan)
         program = launcher.build(cl_device, source)
         launch = self.launch_for(plan, prepared)
         return launcher.run_kernel(cl_device, program, self.name, launch, prepared)
+
+    def tuned_config(self, device: Any = None, space: Optional[Space] = None) -> Optional[dict]:
+        """The configuration `imagecl tune` recorded for this program on `device`, if there is one
+        and it is valid here (for this problem size); else None (the naive variant)."""
+        from . import tuned
+
+        cl_device = select_device(device)
+        config = tuned.lookup(self.info.unit.source, cl_device)
+        if config is None:
+            return None
+        try:
+            return (space or self.space_for(cl_device)).complete(config)
+        except ConfigError:
+            return None
 
     def launch_for(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
         """Everything the host passes for one launch of `plan` on `prepared` arguments."""
