@@ -145,26 +145,11 @@ def _split(assignment: str, what: str) -> tuple[str, str]:
 
 
 def _run(args) -> int:
-    from .imagefiles import read_array, write_array
-    from .ir import types as ty
+    from .imagefiles import write_array
 
     program = _load(args.file)
     info = program.info
-    params = {p.name: p for p in info.params}
-    values = {}
-    for assignment in args.assignments:
-        name, text = _split(assignment, "an input")
-        if name not in params:
-            from .errors import suggestion_suffix
-
-            raise ArgumentError(f"'{program.name}' has no parameter '{name}'" + suggestion_suffix(name, params)
-                                + f" (parameters: {', '.join(params)})")
-        array = info.arrays.get(name)
-        if array is not None:
-            channels = array.element.width if isinstance(array.element, ty.VectorType) else 0
-            values[name] = read_array(text, array.element.dtype, channels)
-        else:
-            values[name] = _number(name, text)
+    values = _inputs(program, args.assignments)
     saves = dict(_split(o, "an output") for o in args.output)
     for name in saves:
         if name not in info.outputs:

@@ -1,0 +1,164 @@
+"""The paper's evaluation, on our own exhaustive data (issue 5).
+
+    python benchmarks/evaluate_tuners.py benchmarks/results/ground-*-gpu.kt.json --out benchmarks/results
+
+For each recorded space (Kernel Tuner cache, T4 file or our database):
+1. model accuracy: mean relative error of each model (bagged neural network, SVR, boosted trees,
+   random forest, gradient boosting, a constant predictor) against the training-set size, on the
+   configurations not used for training (the paper's Figure on model accuracy);
+2. search: the slowdown of the best configuration found against the global best, averaged over
+   repeats, for the ML tuner, random search, simulated annealing and PSO at the same budgets
+   (fractions of the valid space), and the number of measurements used.
+Writes tuners.md (tables), tuners.json and PNG plots (matplotlib) under --out.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from imagecl.tuner.encoding import Encoder  # noqa: E402
+from imagecl.tuner.models import make_model  # noqa: E402
+from imagecl.tuner.simulate import load_problem, simulate  # noqa: E402
+
+MODELS = ["bnn", "svr", "adaboost", "random_forest", "gradient_boosting", "constant"]
+STRATEGIES = ["ml", "random", "annealing", "pso"]
+
+
+def model_errors(problem, sizes, repeats: int, seed: int) -> dict:
+    """Mean relative error of predicted times on held-out valid configurations."""
+    rows = problem.candidate_matrix()
+    times = np.array([problem.records[tuple(r)] if problem.records.get(tuple(r)) is not None else np.nan
+                      for r in rows], dtype=float) if hasattr(problem, "records") else None
+    if times is None:
+        times = np.array([problem.evaluate(problem.config(r)) or np.nan for r in rows], dtype=float)
+    valid = ~np.isnan(times)
+    rows, times = rows[valid], times[valid]
+    encoder = Encoder(problem.parameters)
+    X = encoder.encode(rows)
+    out: dict = {}
+    for name in MODELS:
+        out[name] = []
+        for n in sizes:
+            if n >= len(rows) - 10:
+                break
+            errors = []
+            for r in range(repeats):
+                rng = np.random.default_rng([seed, n, r])
+                order = rng.permutation(len(rows))
+                train, test = order[:n], order[n:]
+                model = make_model(name, seed=r).fit(X[train], np.log(times[train]))
+                mean, _ = model.predict(X[test])
+                errors.append(float(np.mean(np.abs(np.exp(mean) - times[test]) / times[test])))
+            out[name].append({"train": int(n), "mean_relative_error": float(np.mean(errors))})
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+")
+    parser.add_argument("--fractions", default="0.005,0.01,0.02", help="budgets as fractions of the valid space")
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--model-sizes", default="25,50,100,200,400")
+    parser.add_argument("--model-repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="benchmarks/results")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fractions = [float(f) for f in args.fractions.split(",")]
+    sizes = [int(s) for s in args.model_sizes.split(",")]
+    report = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "spaces": []}
+    for file in args.files:
+        problem = load_problem(file)
+        matrix = problem.candidate_matrix()
+        valid = int(sum(1 for r in matrix if problem.evaluate(problem.config(r)) is not None))
+        name = Path(file).name.split(".")[0]
+        print(f"{name}: {len(matrix)} recorded, {valid} valid", file=sys.stderr, flush=True)
+        entry = {"space": name, "file": str(file), "recorded": len(matrix), "valid": valid, "search": [],
+                 "models": model_errors(problem, sizes, args.model_repeats, args.seed)}
+        for fraction in fractions:
+            budget = max(5, round(fraction * valid))
+            for strategy in STRATEGIES:
+                t = time.time()
+                rep = simulate(lambda: load_problem(file), strategy, budget, args.repeats, args.seed)
+                entry["search"].append({"strategy": strategy, "fraction": fraction, "budget": budget,
+                                        "mean_slowdown": rep.get("mean_slowdown"),
+                                        "max_slowdown": rep.get("max_slowdown"),
+                                        "mean_evaluations": rep.get("mean_evaluations"),
+                                        "found_optimum": rep.get("found_optimum"), "seconds": time.time() - t})
+                print(f"  {strategy:10s} {fraction:6.2%} budget {budget}: slowdown {rep.get('mean_slowdown'):.4f}",
+                      file=sys.stderr, flush=True)
+        report["spaces"].append(entry)
+    (out / "tuners.json").write_text(json.dumps(report, indent=1))
+    (out / "tuners.md").write_text(markdown(report, fractions))
+    plots(report, out)
+    print(markdown(report, fractions))
+    return 0
+
+
+def markdown(report: dict, fractions) -> str:
+    lines = []
+    for entry in report["spaces"]:
+        lines.append(f"**{entry['space']}** ({entry['valid']} valid of {entry['recorded']} recorded):")
+        lines.append("")
+        lines.append("| budget | " + " | ".join(STRATEGIES) + " |")
+        lines.append("| --- |" + " ---: |" * len(STRATEGIES))
+        for fraction in fractions:
+            cells = []
+            budget = None
+            for s in STRATEGIES:
+                r = next(x for x in entry["search"] if x["strategy"] == s and x["fraction"] == fraction)
+                budget = r["budget"]
+                cells.append(f"{(r['mean_slowdown'] - 1) * 100:.2f}% (max {(r['max_slowdown'] - 1) * 100:.1f}%)")
+            lines.append(f"| {fraction:.1%} ({budget} measurements) | " + " | ".join(cells) + " |")
+        lines.append("")
+        lines.append("| model | " + " | ".join(f"{m['train']} samples" for m in entry["models"]["bnn"]) + " |")
+        lines.append("| --- |" + " ---: |" * len(entry["models"]["bnn"]))
+        for name, points in entry["models"].items():
+            lines.append(f"| {name} | " + " | ".join(f"{100 * p['mean_relative_error']:.1f}%" for p in points) + " |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def plots(report: dict, out: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plots", file=sys.stderr)
+        return
+    for entry in report["spaces"]:
+        fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+        for name, points in entry["models"].items():
+            a.plot([p["train"] for p in points], [100 * p["mean_relative_error"] for p in points], marker="o",
+                   label=name)
+        a.set_xscale("log")
+        a.set_xlabel("training-set size")
+        a.set_ylabel("mean relative error (%)")
+        a.set_title(f"{entry['space']}: model accuracy")
+        a.legend(fontsize=8)
+        for s in STRATEGIES:
+            rows = [r for r in entry["search"] if r["strategy"] == s]
+            b.plot([100 * r["fraction"] for r in rows], [100 * (r["mean_slowdown"] - 1) for r in rows], marker="o",
+                   label=s)
+        b.set_xlabel("budget (% of the valid space)")
+        b.set_ylabel("mean slowdown vs the best (%)")
+        b.set_title(f"{entry['space']}: search")
+        b.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / f"tuners-{entry['space']}.png", dpi=90)
+        plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
