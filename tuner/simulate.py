@@ -1,0 +1,224 @@
+"""Replaying strategies on recorded measurements, to compare them without a device.
+
+`simulate` runs one strategy `repeats` times on fresh copies of a problem, each with its own
+random stream, and reports the best time found and the measurements spent per run, plus a
+summary (slowdown relative to the recorded optimum when it is known). `main` is the command
+line: ``simulate CACHE [--strategy NAME] [--max-evals N] [--repeats R] [--seed S] [--json]``,
+where CACHE is a Kernel Tuner cache file or a T4 results file (told apart by content).
+
+Mistakes in what the user gave (missing or malformed file, unknown strategy or option, bad
+numbers) raise `SimulationError`, a ValueError with a message meant for the user.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import inspect
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .formats import FormatError, read_measurements
+from .problem import Problem, ReplayProblem
+from .strategies import STRATEGIES, Strategy
+
+
+class SimulationError(ValueError):
+    """Bad input to a simulation: the message says what and, where it can, what was meant."""
+
+
+def load_problem(path: Union[str, Path]) -> ReplayProblem:
+    """A replay of a Kernel Tuner cache or T4 file; SimulationError if it cannot be read."""
+    try:
+        parameters, records = read_measurements(path)
+    except FormatError as e:
+        raise SimulationError(str(e)) from None
+    if not records:
+        raise SimulationError(f"{path}: contains no measurements")
+    if all(t is None for t in records.values()):
+        raise SimulationError(f"{path}: every recorded configuration failed; there is nothing to find")
+    return ReplayProblem(parameters, records)
+
+
+def resolve_strategy(strategy: Union[str, Strategy]) -> tuple[str, Strategy]:
+    if callable(strategy):
+        return getattr(strategy, "__name__", "custom"), strategy
+    if strategy in STRATEGIES:
+        return strategy, STRATEGIES[strategy]
+    close = difflib.get_close_matches(str(strategy), STRATEGIES, n=1, cutoff=0.4)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise SimulationError(f"unknown strategy '{strategy}'{hint} (known: {', '.join(STRATEGIES)})")
+
+
+def check_options(name: str, fn: Strategy, options: Mapping[str, Any]) -> None:
+    """Reject options the strategy does not take, before any measurement is spent."""
+    accepted = [p for p, spec in inspect.signature(fn).parameters.items()
+                if spec.kind in (spec.KEYWORD_ONLY, spec.POSITIONAL_OR_KEYWORD)
+                and p not in ("problem", "budget", "rng")]
+    for key in options:
+        if key not in accepted:
+            close = difflib.get_close_matches(key, accepted, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            known = ", ".join(accepted) or "none"
+            raise SimulationError(f"strategy '{name}' has no option '{key}'{hint} (its options: {known})")
+
+
+def _labelled(problem: Problem, config: Optional[Mapping[str, int]]) -> Optional[dict[str, Any]]:
+    if config is None:
+        return None
+    return {p.name: p.label(config[p.name]) for p in problem.parameters}
+
+
+def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: Union[str, Strategy] = "ml",
+             max_evals: Optional[int] = None, repeats: int = 10, seed: int = 0,
+             options: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+    """Run `strategy` `repeats` times with at most `max_evals` measurements each.
+
+    `problem_factory` makes a fresh problem per run (a Problem instance is reused). Run r uses
+    the random stream SeedSequence([seed, r]), so a run can be reproduced on its own.
+    Returns {"strategy", "max_evals", "seed", "space_size", "valid", "optimum", "repeats": [...],
+    and summary keys: mean/median/best/worst best_time, mean_evaluations, mean/max slowdown,
+    found_optimum (fraction of runs), fraction_measured}.
+    """
+    name, fn = resolve_strategy(strategy)
+    options = dict(options or {})
+    check_options(name, fn, options)
+    factory = problem_factory if callable(problem_factory) and not isinstance(problem_factory, Problem) \
+        else (lambda: problem_factory)
+    first = factory()
+    matrix = first.candidate_matrix()
+    space = len(matrix) if matrix is not None else None
+    if max_evals is None:
+        max_evals = max(20, round(0.05 * space)) if space is not None else 1000
+        max_evals = min(max_evals, space) if space else max_evals
+    if isinstance(max_evals, bool) or not isinstance(max_evals, (int, np.integer)) or max_evals < 1:
+        raise SimulationError(f"max_evals must be a positive integer, got {max_evals!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise SimulationError(f"repeats must be a positive integer, got {repeats!r}")
+    optimum = first.optimum()
+    runs = []
+    for r in range(repeats):
+        problem = first if r == 0 else factory()
+        before = getattr(problem, "evaluations", None)
+        rng = np.random.default_rng(np.random.SeedSequence([int(seed), r]))
+        result = fn(problem, int(max_evals), rng, **options)
+        spent = getattr(problem, "evaluations", None)
+        if before is not None and spent is not None and spent - before != result.evaluations:
+            raise RuntimeError(f"strategy '{name}' reported {result.evaluations} evaluations but made "
+                               f"{spent - before}")  # a bug in the strategy, not user input
+        run: dict[str, Any] = {"best_time": result.best_time, "evaluations": result.evaluations,
+                               "best_config": _labelled(problem, result.best_config)}
+        if optimum is not None and result.best_time is not None:
+            run["slowdown"] = result.best_time / optimum
+        runs.append(run)
+    return {"strategy": name, "max_evals": int(max_evals), "seed": int(seed), "options": options,
+            "space_size": space, "valid": _valid_count(first), "optimum": optimum, "repeats": runs,
+            **_summary(runs, optimum, space)}
+
+
+def _valid_count(problem: Problem) -> Optional[int]:
+    count = getattr(problem, "valid_count", None)
+    return int(count) if count is not None else None
+
+
+def _summary(runs: list[dict[str, Any]], optimum: Optional[float], space: Optional[int]) -> dict[str, Any]:
+    times = [r["best_time"] for r in runs if r["best_time"] is not None]
+    evals = [r["evaluations"] for r in runs]
+    out: dict[str, Any] = {
+        "failed_runs": len(runs) - len(times),
+        "mean_best_time": statistics.fmean(times) if times else None,
+        "median_best_time": statistics.median(times) if times else None,
+        "best_best_time": min(times) if times else None,
+        "worst_best_time": max(times) if times else None,
+        "mean_evaluations": statistics.fmean(evals),
+        "fraction_measured": statistics.fmean(evals) / space if space else None,
+    }
+    slow = [r["slowdown"] for r in runs if "slowdown" in r]
+    out["mean_slowdown"] = statistics.fmean(slow) if slow else None
+    out["max_slowdown"] = max(slow) if slow else None
+    out["found_optimum"] = (sum(s <= 1 + 1e-12 for s in slow) / len(runs)) if optimum is not None else None
+    return out
+
+
+# ---- command line ---------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise SimulationError(f"{self.prog}: {message}")
+
+
+def _option(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise SimulationError(f"--option expects KEY=VALUE, got '{text}'")
+    key, value = text.split("=", 1)
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
+
+
+def build_parser(prog: str = "imagecl simulate") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description="Replay a search strategy on recorded measurements "
+                                       "(Kernel Tuner cache or T4 results file).")
+    p.add_argument("cache", metavar="CACHE", help="Kernel Tuner cache file or T4 results file (JSON)")
+    p.add_argument("--strategy", default="ml", help=f"one of {', '.join(STRATEGIES)} (default: ml)")
+    p.add_argument("--max-evals", type=int, default=None,
+                   help="measurements per run (default: 5%% of the recorded configurations, at least 20)")
+    p.add_argument("--repeats", type=int, default=10, help="independent runs (default: 10)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
+                   help="strategy option, e.g. -o threshold=0.1 (JSON values); repeatable")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None, prog: str = "imagecl simulate") -> int:
+    """The command line; raises SimulationError on bad input (the caller prints it)."""
+    args = build_parser(prog).parse_args(list(sys.argv[1:] if argv is None else argv))
+    if not Path(args.cache).exists():
+        raise SimulationError(f"{args.cache}: no such file")
+    name, _ = resolve_strategy(args.strategy)
+    options = dict(_option(o) for o in args.option)
+    report = simulate(load_problem(args.cache), name, args.max_evals, args.repeats, args.seed, options)
+    report["cache"] = str(args.cache)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(format_report(report))
+    return 0
+
+
+def format_report(report: Mapping[str, Any]) -> str:
+    def ms(t: Optional[float]) -> str:
+        return "-" if t is None else f"{t * 1e3:.4g} ms"
+
+    lines = [f"{report['strategy']}: {len(report['repeats'])} runs of at most {report['max_evals']} measurements"
+             + (f" on {report['space_size']} recorded configurations ({report['valid']} valid)"
+                if report.get("space_size") else "")]
+    lines.append(f"  best time: mean {ms(report['mean_best_time'])}, median {ms(report['median_best_time'])}, "
+                 f"worst {ms(report['worst_best_time'])}; optimum {ms(report['optimum'])}")
+    if report.get("mean_slowdown") is not None:
+        lines.append(f"  slowdown vs optimum: mean {report['mean_slowdown']:.4f}, max {report['max_slowdown']:.4f}; "
+                     f"optimum found in {report['found_optimum']:.0%} of runs")
+    frac = report.get("fraction_measured")
+    lines.append(f"  measurements: mean {report['mean_evaluations']:.1f}"
+                 + (f" ({frac:.2%} of the space)" if frac is not None else ""))
+    if report.get("failed_runs"):
+        lines.append(f"  {report['failed_runs']} runs found no valid configuration")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m imagecl.tuner.simulate
+    try:
+        sys.exit(main())
+    except SimulationError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+__all__ = ["SimulationError", "simulate", "load_problem", "main", "build_parser", "format_report"]

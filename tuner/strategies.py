@@ -1,0 +1,512 @@
+"""Search strategies: which configurations to measure, within a budget of measurements.
+
+Every strategy is `run(problem, budget, rng, **options) -> Result`. `budget` caps the number of
+distinct configurations measured, failed ones included, because on a real device a build
+error or a wrong result costs about as much as a success. Measurements go through a `Session`,
+which enforces the budget and remembers results, so a strategy that comes back to a
+configuration (annealing, swarms) neither pays for it twice nor overruns.
+
+`exhaustive`, `random_search`, `simulated_annealing` and `particle_swarm` follow CLTune
+(Nugteren & Codreanu 2015). `ml` is Falch & Elster's two-stage method (random sample, bagged
+neural network on log(time), second stage driven by Eq. 2 with a threshold T), with these
+changes:
+
+* Eq. 2 is evaluated on log(time): the error of a model trained on log(time) is Gaussian there,
+  and a log-normal never puts probability on negative times.
+* The model's error estimate is calibrated as stage 2 goes: standardised residuals of the new
+  measurements update a running variance (the paper's running estimate), so a model that turns
+  out worse near the optimum than in cross-validation automatically widens the second stage.
+* When the threshold first says stop, the model is retrained once with everything measured so
+  far (the stage-2 points are exactly in the region that matters) and the walk resumes.
+* Failed configurations stay out of the regression, but train a validity classifier; candidates
+  it confidently predicts to fail are deferred behind the others instead of being measured.
+* Configurations already measured are skipped; for spaces too large to list, the model ranks a
+  large random sample grown by the one-parameter neighbours of its best predictions.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from .encoding import Encoder
+from .models import Model, make_model
+from .problem import Config, Key, Problem, product_keys
+
+
+@dataclass
+class Result:
+    best_config: Optional[Config]
+    best_time: Optional[float]
+    evaluations: int
+    history: list[tuple[Config, Optional[float]]]
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"best_config": self.best_config, "best_time": self.best_time, "evaluations": self.evaluations,
+                "history": [{"config": c, "time": t} for c, t in self.history], "info": self.info}
+
+
+class BudgetExhausted(Exception):
+    """Raised by Session.measure when the budget is spent: strategies stop on it."""
+
+
+class Session:
+    """The budget, and every measurement made in it."""
+
+    def __init__(self, problem: Problem, budget: int) -> None:
+        if budget < 0:
+            raise ValueError(f"the budget must be >= 0, got {budget}")
+        self.problem = problem
+        self.budget = int(budget)
+        self.times: dict[Key, Optional[float]] = {}
+        self.history: list[tuple[Config, Optional[float]]] = []
+        self.best_key: Optional[Key] = None
+        self.best_time: Optional[float] = None
+
+    @property
+    def evaluations(self) -> int:
+        return len(self.history)
+
+    @property
+    def remaining(self) -> int:
+        return self.budget - len(self.history)
+
+    def known(self, key: Key) -> bool:
+        return key in self.times
+
+    def measure(self, row: Iterable[int]) -> Optional[float]:
+        key = tuple(int(v) for v in row)
+        if key in self.times:
+            return self.times[key]
+        if self.remaining <= 0:
+            raise BudgetExhausted
+        config = self.problem.config(key)
+        time = self.problem.evaluate(config)
+        if time is not None and not (math.isfinite(time) and time > 0):
+            time = None  # a zero, negative or NaN time is a broken measurement, not a fast one
+        self.times[key] = time
+        self.history.append((config, time))
+        if time is not None and (self.best_time is None or time < self.best_time):
+            self.best_key, self.best_time = key, time
+        return time
+
+    def result(self, **info: Any) -> Result:
+        best = self.problem.config(self.best_key) if self.best_key is not None else None
+        return Result(best, self.best_time, self.evaluations, list(self.history), dict(info))
+
+
+Strategy = Callable[..., Result]
+
+
+def _unmeasured_sample(problem: Problem, session: Session, rng: np.random.Generator, n: int = 1) -> np.ndarray:
+    """Up to n valid configurations not measured yet (empty when the space is used up)."""
+    for size in (4 * n + 16, 64 * n + 256):
+        rows = problem.sample_matrix(size, rng)
+        fresh = [r for r in rows if not session.known(tuple(int(v) for v in r))]
+        if fresh:
+            return np.array(fresh[:n])
+    matrix = problem.candidate_matrix()
+    if matrix is not None:
+        fresh = [r for r in matrix if not session.known(tuple(int(v) for v in r))]
+        if fresh:
+            pick = rng.choice(len(fresh), size=min(n, len(fresh)), replace=False)
+            return np.array([fresh[i] for i in pick])
+    return np.zeros((0, len(problem.parameters)), np.int64)
+
+
+# ---- CLTune's strategies ------------------------------------------------------------------------
+
+
+def exhaustive(problem: Problem, budget: int, rng: Optional[np.random.Generator] = None) -> Result:
+    """Measure every valid configuration in order (until the budget ends)."""
+    session = Session(problem, budget)
+    matrix = problem.candidate_matrix()
+    rows: Iterable = matrix if matrix is not None else (k for k in product_keys(problem.parameters)
+                                                          if problem.is_valid(problem.config(k)))
+    try:
+        for row in rows:
+            session.measure(row)
+    except BudgetExhausted:
+        pass
+    return session.result(strategy="exhaustive")
+
+
+def random_search(problem: Problem, budget: int, rng: np.random.Generator) -> Result:
+    """Measure `budget` distinct valid configurations drawn uniformly."""
+    session = Session(problem, budget)
+    try:
+        for row in problem.sample_matrix(budget, rng):
+            session.measure(row)
+    except BudgetExhausted:
+        pass
+    return session.result(strategy="random")
+
+
+def _random_neighbour(problem: Problem, row: np.ndarray, rng: np.random.Generator,
+                      session: Session, tries: int = 32) -> Optional[np.ndarray]:
+    """A valid configuration differing from `row` in one parameter, preferably unmeasured."""
+    free = [i for i, p in enumerate(problem.parameters) if len(p.values) > 1]
+    if not free:
+        return None
+    fallback = None
+    for _ in range(tries):
+        i = free[rng.integers(len(free))]
+        values = [v for v in problem.parameters[i].values if v != row[i]]
+        cand = row.copy()
+        cand[i] = values[rng.integers(len(values))]
+        if not problem.is_valid(problem.config(cand)):
+            continue
+        if not session.known(tuple(int(v) for v in cand)):
+            return cand
+        fallback = cand
+    return fallback
+
+
+def simulated_annealing(problem: Problem, budget: int, rng: np.random.Generator, temperature: float = 1.0,
+                        max_stale: int = 50) -> Result:
+    """CLTune's annealing: random one-parameter moves, worse moves accepted with exp(-dE/T).
+
+    The energy is log(time), so the acceptance of a move depends on how many times slower it is,
+    not on the kernel's absolute runtime; T falls linearly to zero over the budget. After
+    `max_stale` moves that find nothing new, the walk restarts at a random unmeasured point.
+    """
+    session = Session(problem, budget)
+    current: Optional[np.ndarray] = None
+    energy: Optional[float] = None
+    stale = 0
+    try:
+        while session.remaining > 0:
+            if current is None or energy is None or stale >= max_stale:
+                start = _unmeasured_sample(problem, session, rng)
+                if len(start) == 0:
+                    break
+                current, stale = start[0], 0
+                t = session.measure(current)
+                energy = math.log(t) if t is not None else None
+                continue
+            cand = _random_neighbour(problem, current, rng, session)
+            if cand is None:
+                stale = max_stale
+                continue
+            before = session.evaluations
+            t = session.measure(cand)
+            stale = stale + 1 if session.evaluations == before else 0
+            if t is None:
+                continue
+            temp = temperature * max(1.0 - session.evaluations / max(budget, 1), 1e-3)
+            delta = math.log(t) - energy
+            if delta < 0 or rng.random() < math.exp(-delta / temp):
+                current, energy = cand, math.log(t)
+    except BudgetExhausted:
+        pass
+    return session.result(strategy="annealing", temperature=temperature)
+
+
+def particle_swarm(problem: Problem, budget: int, rng: np.random.Generator, swarm_size: int = 3,
+                   alpha: float = 0.4, beta: float = 0.0, gamma: float = 0.4, max_stale: int = 50) -> Result:
+    """CLTune's discrete accelerated PSO.
+
+    Each particle moves dimension by dimension: to a random value with probability alpha, to its
+    own best with beta, to the swarm's best with gamma, else it stays. Defaults are CLTune's
+    (alpha = gamma = 0.4, beta = 0). A particle whose move is statically invalid, or that keeps
+    landing on measured points, is re-seeded at a random unmeasured configuration.
+    """
+    if alpha + beta + gamma > 1 + 1e-9:
+        raise ValueError("alpha + beta + gamma must be at most 1")
+    session = Session(problem, budget)
+    d = len(problem.parameters)
+    values = [np.asarray(p.values, dtype=np.int64) for p in problem.parameters]
+    start = _unmeasured_sample(problem, session, rng, swarm_size)
+    positions = [row.copy() for row in start]
+    own_best: list[tuple[Optional[float], np.ndarray]] = [(None, row.copy()) for row in start]
+    stale = 0
+    try:
+        for i, row in enumerate(positions):
+            t = session.measure(row)
+            own_best[i] = (t, row.copy())
+        while session.remaining > 0 and positions:
+            if stale >= max_stale * len(positions):
+                break  # the space around the swarm is used up
+            for i in range(len(positions)):
+                if session.best_key is None:
+                    best_global = positions[i]
+                else:
+                    best_global = np.array(session.best_key)
+                cand = None
+                for _ in range(16):
+                    r = rng.random(d)
+                    new = positions[i].copy()
+                    pick_random = r < alpha
+                    pick_own = (r >= alpha) & (r < alpha + beta)
+                    pick_global = (r >= alpha + beta) & (r < alpha + beta + gamma)
+                    for j in np.flatnonzero(pick_random):
+                        new[j] = values[j][rng.integers(len(values[j]))]
+                    new[pick_own] = own_best[i][1][pick_own]
+                    new[pick_global] = best_global[pick_global]
+                    if problem.is_valid(problem.config(new)):
+                        cand = new
+                        break
+                if cand is None or stale >= max_stale:
+                    fresh = _unmeasured_sample(problem, session, rng)
+                    if len(fresh) == 0:
+                        return session.result(strategy="pso", swarm_size=swarm_size)
+                    cand, stale = fresh[0], 0
+                before = session.evaluations
+                t = session.measure(cand)
+                stale = stale + 1 if session.evaluations == before else 0
+                positions[i] = cand
+                if t is not None and (own_best[i][0] is None or t < own_best[i][0]):
+                    own_best[i] = (t, cand.copy())
+    except BudgetExhausted:
+        pass
+    return session.result(strategy="pso", swarm_size=swarm_size)
+
+
+# ---- the machine-learning strategy -------------------------------------------------------------
+
+
+@dataclass
+class Observation:
+    """A measurement from elsewhere (the database): possibly another problem size (context)."""
+
+    config: Mapping[str, int]
+    time: Optional[float]
+    context: Mapping[str, float] = field(default_factory=dict)
+
+
+def _phi(z: float) -> float:
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
+def _neighbour_pool(problem: Problem, rows: np.ndarray) -> np.ndarray:
+    """All valid one-parameter neighbours of `rows` (for spaces too large to list)."""
+    out = []
+    for i, p in enumerate(problem.parameters):
+        for v in p.values:
+            moved = rows.copy()
+            moved[:, i] = v
+            out.append(moved)
+    pool = np.unique(np.concatenate(out), axis=0)
+    return pool[problem._mask_rows(pool)]
+
+
+class _Ranker:
+    """Model + encoder + candidate pool: ranks unmeasured configurations by predicted log(time)."""
+
+    def __init__(self, problem: Problem, model: str, model_options: Mapping[str, Any], seed: int,
+                 prior: Sequence[Observation], prediction_sample: int, rng: np.random.Generator) -> None:
+        self.problem = problem
+        extra = sorted(set(problem.context) | {k for o in prior for k in o.context})
+        self.encoder = Encoder(problem.parameters, extra)
+        self.extra = extra
+        self.here = np.array([[problem.context.get(k, 0.0) for k in extra]]) if extra else None
+        self.make = lambda s: make_model(model, seed=s, **dict(model_options))
+        self.seed = seed
+        self.prior = [o for o in prior if o.time is not None and o.time > 0 and all(n in o.config for n in problem.names)]
+        pool = problem.candidate_matrix()
+        self.listed = pool is not None
+        self.pool = pool if pool is not None else problem.sample_matrix(prediction_sample, rng)
+        self.fits = 0
+        self.trained_on = 0
+
+    def _features(self, rows: np.ndarray, extra: Optional[np.ndarray] = None) -> np.ndarray:
+        if not self.extra:
+            return self.encoder.encode(rows)
+        return self.encoder.encode(rows, self.here if extra is None else extra)
+
+    def fit(self, session: Session) -> Model:
+        rows = np.array([k for k, t in session.times.items() if t is not None], dtype=np.int64)
+        logt = np.log([t for t in session.times.values() if t is not None])
+        extra = np.repeat(self.here, len(rows), axis=0) if self.extra else None
+        if self.prior:
+            prior_rows = np.array([[int(o.config[n]) for n in self.problem.names] for o in self.prior])
+            rows = np.concatenate([rows.reshape(-1, prior_rows.shape[1]), prior_rows])
+            logt = np.concatenate([logt, np.log([o.time for o in self.prior])])
+            if self.extra:
+                pe = np.array([[o.context.get(k, self.here[0, j]) for j, k in enumerate(self.extra)] for o in self.prior])
+                extra = np.concatenate([extra.reshape(-1, len(self.extra)), pe])
+        if self.extra:
+            self.encoder.fit_extra(np.concatenate([extra, self.here]))
+        model = self.make(self.seed + self.fits)
+        model.fit(self._features(rows, extra), logt)
+        self.trained_on = len(logt)
+        self.fits += 1
+        return model
+
+    def rank(self, model: Model, session: Session, best_rows: Optional[np.ndarray] = None):
+        """Unmeasured candidates in walk order, with their predicted mean and std of log(time)."""
+        pool = self.pool
+        if not self.listed and best_rows is not None and len(best_rows):
+            grown = _neighbour_pool(self.problem, best_rows)
+            pool = np.unique(np.concatenate([pool, grown]), axis=0)
+        fresh = np.fromiter((not session.known(tuple(r)) for r in pool.tolist()), dtype=bool, count=len(pool))
+        pool = pool[fresh]
+        mean, std = model.predict(self._features(pool))
+        order = np.argsort(mean, kind="stable")
+        return pool[order], mean[order], std[order]
+
+
+class _FailureModel:
+    """Predicts which configurations will fail, from the failures and successes seen so far.
+
+    Failures are left out of the regression (a made-up time would distort it, section 5.2.1),
+    but a model that never sees them ranks them among the fastest: they are exactly the
+    configurations that use "too much" of something. Failures from resource limits are
+    thresholds on sums of log-sizes, conditioned on flags such as local memory; a logistic
+    regression on the encoded features and their pairwise products represents that shape well
+    from a handful of examples.
+    """
+
+    def __init__(self, encoder: Encoder, seed: int) -> None:
+        self.encoder = encoder
+        self.seed = seed
+        self.clf: Optional[Any] = None
+
+    def _features(self, rows: np.ndarray) -> np.ndarray:
+        x = self.encoder.encode(rows).astype(np.float64)
+        i, j = np.triu_indices(x.shape[1], k=1)
+        return np.concatenate([x, x[:, i] * x[:, j]], axis=1)
+
+    def fit(self, session: Session) -> bool:
+        labels = np.array([t is None for t in session.times.values()])
+        if labels.sum() < 1 or (~labels).sum() < 2:
+            self.clf = None
+            return False
+        from sklearn.linear_model import LogisticRegression
+
+        rows = np.array(list(session.times), dtype=np.int64)
+        self.clf = LogisticRegression(C=10.0, class_weight="balanced", max_iter=2000)
+        self.clf.fit(self._features(rows), labels)
+        return True
+
+    def p_fail(self, rows: np.ndarray) -> np.ndarray:
+        if self.clf is None or len(rows) == 0:
+            return np.zeros(len(rows))
+        return self.clf.predict_proba(self._features(rows))[:, 1]
+
+
+def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fraction: float = 0.4,
+       threshold: float = 0.05, min_second: Optional[int] = None, fixed_second: Optional[int] = None,
+       retrain: bool = True, model: str = "bnn", model_options: Optional[Mapping[str, Any]] = None,
+       prior: Sequence[Observation] = (), prediction_sample: int = 200_000, prior_weight: float = 10.0,
+       avoid_failures: bool = True, retrain_every: int = 20, max_retrains: int = 10) -> Result:
+    """Falch & Elster's two-stage ML search (see the module docstring for what is changed).
+
+    Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
+    from the fastest prediction up and measures while q = P(time < best so far) (Eq. 2) is at
+    least `threshold`, measuring at least `min_second` (default: a tenth of the budget) and at
+    most what the budget has left. `fixed_second=M` replaces the threshold by exactly M
+    configurations, the paper's fixed-size second stage. `prior` adds measurements from the
+    database (other runs or problem sizes, with their `context`) to the training data.
+    """
+    if not 0 < sample_fraction <= 1:
+        raise ValueError("sample_fraction must be in (0, 1]")
+    if not 0 <= threshold <= 1:
+        raise ValueError("threshold must be a probability in [0, 1]")
+    session = Session(problem, budget)
+    seed = int(rng.integers(2 ** 31))
+    info: dict[str, Any] = {"strategy": "ml", "model": model, "threshold": threshold, "retrains": 0}
+    try:
+        stage1 = max(1, min(budget, round(sample_fraction * budget)))
+        for row in problem.sample_matrix(stage1, rng):
+            session.measure(row)
+        while sum(t is not None for t in session.times.values()) < 4 and session.remaining > 0:
+            extra = _unmeasured_sample(problem, session, rng)  # too few successes to learn from
+            if len(extra) == 0:
+                break
+            session.measure(extra[0])
+        info["stage1"] = session.evaluations
+        if session.best_time is None or session.remaining <= 0:
+            return session.result(**info, stage2=0)
+
+        ranker = _Ranker(problem, model, model_options or {}, seed, prior, prediction_sample, rng)
+        same_context = [o for o in ranker.prior if dict(o.context) == problem.context]
+        best_log = math.log(min([session.best_time] + [o.time for o in same_context]))
+        fitted = ranker.fit(session)
+        info["cv_rmse"] = float(getattr(fitted, "cv_rmse_", float("nan")))
+        rows, mean, std = ranker.rank(fitted, session, _best_rows(session))
+        failures = _FailureModel(ranker.encoder, seed) if avoid_failures else None
+        skip = _skip_mask(failures, session, rows)
+        floor = min(max(5, budget // 10), session.remaining) if min_second is None else min_second
+        z2_sum, z_count, count, i, since_fit = 0.0, 0, 0, 0, 0
+        while session.remaining > 0:
+            if fixed_second is not None and count >= fixed_second:
+                break
+            if i >= len(rows):
+                break
+            if skip[i]:
+                i += 1
+                continue
+            scale = math.sqrt((prior_weight + z2_sum) / (prior_weight + z_count))
+            sd = max(float(std[i]) * scale, 1e-6)
+            q = _phi((best_log - float(mean[i])) / sd)
+            stop = fixed_second is None and count >= floor and q < threshold
+            # retrain when the new data is a sizeable fraction of what the model saw (so the
+            # number of fits grows with the log of the budget), and before giving up
+            due = since_fit >= max(retrain_every, 0.25 * ranker.trained_on)
+            if (stop and since_fit >= 5) or due:
+                if retrain and info["retrains"] < max_retrains:
+                    info["retrains"] += 1
+                    since_fit = 0
+                    fitted = ranker.fit(session)
+                    rows, mean, std = ranker.rank(fitted, session, _best_rows(session))
+                    skip = _skip_mask(failures, session, rows)
+                    z2_sum, z_count, i = 0.0, 0, 0
+                    continue
+            if stop:
+                break
+            t = session.measure(rows[i])
+            count += 1
+            since_fit += 1
+            i += 1
+            if t is not None:
+                z = (math.log(t) - float(mean[i - 1])) / max(float(std[i - 1]), 1e-6)
+                z2_sum, z_count = z2_sum + z * z, z_count + 1
+                best_log = min(best_log, math.log(t))
+            elif failures is not None:  # learn from the failure before choosing the next one
+                skip[i:] = _skip_mask(failures, session, rows[i:])
+        info["stage2"] = count
+    except BudgetExhausted:
+        pass
+    return session.result(**info)
+
+
+def _skip_mask(failures: Optional[_FailureModel], session: Session, rows: np.ndarray,
+               head: int = 4096, cutoff: float = 0.5) -> np.ndarray:
+    """Candidates at the front of the walk that are predicted to fail: passed over."""
+    skip = np.zeros(len(rows), dtype=bool)
+    if failures is not None and failures.fit(session):
+        skip[:head] = failures.p_fail(rows[:head]) > cutoff
+    return skip
+
+
+def _best_rows(session: Session, n: int = 32) -> np.ndarray:
+    ok = sorted((t, k) for k, t in session.times.items() if t is not None)[:n]
+    return np.array([k for _, k in ok], dtype=np.int64)
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "ml": ml,
+    "random": random_search,
+    "annealing": simulated_annealing,
+    "pso": particle_swarm,
+    "exhaustive": exhaustive,
+}
+
+
+def get_strategy(name: str) -> Strategy:
+    """The strategy called `name`; a ValueError naming the closest one if there is none."""
+    if name in STRATEGIES:
+        return STRATEGIES[name]
+    import difflib
+
+    close = difflib.get_close_matches(name, STRATEGIES, n=1, cutoff=0.4)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise ValueError(f"unknown strategy '{name}'{hint} (known: {', '.join(STRATEGIES)})")
+
+
+__all__ = ["Result", "Session", "BudgetExhausted", "Observation", "exhaustive", "random_search",
+           "simulated_annealing", "particle_swarm", "ml", "STRATEGIES", "get_strategy"]
