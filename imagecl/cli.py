@@ -101,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--format", choices=("kernel_tuner", "t4"), required=True)
     exp.add_argument("-o", "--output", required=True)
 
+    imp = sub.add_parser("import", help="store a Kernel Tuner cache file or T4 file in a results database")
+    imp.add_argument("file")
+    imp.add_argument("--db", required=True)
+    imp.add_argument("--program", help="the name to file the measurements under (default: the file's name)")
+
     sub.add_parser("devices", help="list the OpenCL devices")
     return parser
 
@@ -420,6 +425,33 @@ def _export(args) -> int:
     return 0
 
 
+def _import(args) -> int:
+    """Other tools' measurements into our store, so `results`, `simulate` and `export` see them.
+    Without our program's source, they are filed under the file's name and metadata."""
+    from .tuner.formats import FormatError, read_measurements
+    from .tuner.store import Record, RunKey, Store, text_hash
+
+    if not Path(args.file).exists():
+        raise ImageCLError(f"{args.file}: no such file")
+    try:
+        params, records = read_measurements(args.file)
+        meta = json.loads(Path(args.file).read_text())
+    except (FormatError, ValueError) as exc:
+        raise ImageCLError(str(exc)) from None
+    meta = meta if isinstance(meta, dict) else {}
+    name = args.program or str(meta.get("kernel_name") or Path(args.file).stem)
+    run = RunKey(text_hash(f"imported:{Path(args.file).resolve()}"), name, str(meta.get("device_name", "unknown")),
+                 "imported", str(meta.get("problem_size", "unknown")))
+    with Store(args.db) as store:
+        for key, seconds in records.items():
+            config = {p.name: p.label(v) if isinstance(p.label(v), int) else int(v) for p, v in zip(params, key)}
+            store.add(run, Record(config, "ok" if seconds is not None else "error", seconds,
+                                  [seconds] if seconds is not None else [], error=None if seconds is not None
+                                  else "failed in the imported file"))
+    print(f"stored {len(records)} measurements of '{name}' from {args.file} in {args.db}")
+    return 0
+
+
 def _results(args) -> int:
     from .tuner.store import Store
 
@@ -507,6 +539,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _simulate(args)
         if args.command == "export":
             return _export(args)
+        if args.command == "import":
+            return _import(args)
     except ImageCLError as exc:
         from .errors import CompileError
 

@@ -69,6 +69,12 @@ def test_simulate_replays_the_database_and_exports(tuned, tmp_path):
         again = _cli("simulate", str(tmp_path / name), "--max-evals", "4", "--repeats", "2", "--json")
         assert again.returncode == 0, again.stderr
         assert json.loads(again.stdout)["optimum"] == pytest.approx(data["optimum"], rel=1e-6)
+        # and back into a database: the same measurements, the same best
+        back = tmp_path / f"{fmt}.db"
+        imported = _cli("import", str(tmp_path / name), "--db", str(back))
+        assert imported.returncode == 0, imported.stderr
+        records = json.loads(_cli("results", "--db", str(back), "--json").stdout)
+        assert min(r["time"] for r in records if r["time"] is not None) == pytest.approx(data["optimum"], rel=1e-6)
 
 
 def test_tune_and_simulate_errors(tmp_path):
