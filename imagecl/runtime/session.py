@@ -74,6 +74,7 @@ class Session:
         self.images: dict[str, Any] = {}
         self.reference: dict[str, Any] = {}
         self.reference_host: dict[str, np.ndarray] = {}
+        self.reference_scale: dict[str, float] = {}
         self._bad = cl.Buffer(self.context, mf.READ_WRITE, 4)
 
     @property
@@ -121,6 +122,10 @@ class Session:
 
         for name, host in outputs.items():
             self.reference_host[name] = host
+            finite = host[np.isfinite(host)] if host.dtype.kind == "f" else host
+            # the tolerance's scale, computed once: per variant it would cost a pass over the image
+            self.reference_scale[name] = (max(1.0, float(np.abs(finite).max()))
+                                          if host.dtype.kind == "f" and finite.size else 0.0)
             self.reference[name] = cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                                              hostbuf=np.ascontiguousarray(host))
 
@@ -141,8 +146,7 @@ class Session:
         for name, ref in self.reference.items():
             host = self.reference_host[name]
             n = host.size
-            finite = host[np.isfinite(host)] if host.dtype.kind == "f" else host
-            scale = max(1.0, float(np.abs(finite).max())) if host.dtype.kind == "f" and finite.size else 0.0
+            scale = self.reference_scale[name]
             cl.enqueue_fill_buffer(self.queue, self._bad, np.int32(0), 0, 4)
             kernel = launcher._kernel(self._compare_program(host.dtype), "imcl_compare")
             kernel.set_args(self.buffers[name], ref, np.int32(n), np.float32(rtol), np.float32(rtol * scale), self._bad)
