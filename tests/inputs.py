@@ -35,7 +35,12 @@ def make_inputs(prog, shape: tuple, rng: np.random.Generator) -> dict:
             value = SCALARS.get(p.name, 3 if p.type.is_integer else 0.7)
             args[p.name] = value
         elif array.kind == "image":
-            image_shape = shape if array.dims == len(shape) else shape[-array.dims:]
+            if array.dims == len(shape):
+                image_shape = shape
+            elif array.dims < len(shape):
+                image_shape = shape[-array.dims:]
+            else:  # a volume read by a 2-D grid (raycasting): add a depth
+                image_shape = (9,) + shape
             if array.is_written and not array.is_read:
                 element = array.element
                 full = image_shape + ((element.width,) if isinstance(element, ty.VectorType) else ())
