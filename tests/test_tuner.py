@@ -191,11 +191,53 @@ def test_ml_finds_near_optimum_with_5_percent_of_the_space(truth):
 
 
 def test_ml_fixed_second_stage_and_threshold_options():
+    quick = {"model_options": {"epochs": 300}}
     p = Synthetic()
-    result = STRATEGIES["ml"](p, 120, np.random.default_rng(0), fixed_second=20, retrain=False)
+    result = STRATEGIES["ml"](p, 120, np.random.default_rng(0), fixed_second=20, retrain=False, **quick)
     assert result.info["stage2"] == 20 and result.evaluations == result.info["stage1"] + 20
-    eager = STRATEGIES["ml"](Synthetic(), 120, np.random.default_rng(0), threshold=0.0)
+    eager = STRATEGIES["ml"](Synthetic(), 120, np.random.default_rng(0), threshold=0.0, retrain=False, **quick)
     assert eager.evaluations == 120  # T = 0 never stops: the whole budget is used
+
+
+def test_ml_on_a_space_too_large_to_list(monkeypatch, truth):
+    """Unlisted spaces are ranked on random samples grown by the best ones' neighbours."""
+    monkeypatch.setattr(problem_mod, "MAX_ENUMERATE", 1000)
+    p = Synthetic()
+    assert p.candidates() is None
+    rows = p.sample_matrix(500, np.random.default_rng(0))
+    assert len(np.unique(p.index(rows))) == 500 and np.all(rows[:, 0] * rows[:, 1] <= 256)
+    result = STRATEGIES["ml"](p, 200, np.random.default_rng(0), prediction_sample=1500,
+                              model_options={"epochs": 500})
+    m, t, fail = truth
+    assert p.evaluations == result.evaluations <= 200
+    assert result.best_time / t[~fail].min() < 1.1
+
+
+def test_ml_learns_from_other_problem_sizes():
+    """Measurements of another size (section 5.4) join the training data with the size as input."""
+    other = Synthetic()
+    rows = other.sample_matrix(150, np.random.default_rng(9))
+    prior = [strategies.Observation(other.config(r), other.evaluate(other.config(r)), {"width": 1024.0})
+             for r in rows]
+    p = Synthetic()
+    p.context = {"width": 2048.0}
+    seen = []
+    real_fit = strategies._Ranker.fit
+
+    def spy(self, session):
+        model = real_fit(self, session)
+        seen.append((self.encoder.width, self.trained_on))
+        return model
+
+    strategies._Ranker.fit = spy
+    try:
+        result = STRATEGIES["ml"](p, 60, np.random.default_rng(0), prior=prior, model_options={"epochs": 300})
+    finally:
+        strategies._Ranker.fit = real_fit
+    valid_prior = sum(o.time is not None for o in prior)
+    stage1_valid = sum(t is not None for _, t in result.history[:result.info["stage1"]])
+    assert seen[0] == (len(p.parameters) + 1, valid_prior + stage1_valid)
+    assert result.evaluations <= 60
 
 
 def test_invalid_configurations_are_left_out_of_training(monkeypatch):

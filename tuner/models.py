@@ -88,7 +88,7 @@ class BaggedNeuralNetwork:
     samples, where full batches are both fastest and deterministic.
     """
 
-    def __init__(self, k: int = 11, hidden: Sequence[int] = (64,), epochs: int = 1500, lr: float = 0.02,
+    def __init__(self, k: int = 11, hidden: Sequence[int] = (32,), epochs: int = 1500, lr: float = 0.02,
                  weight_decay: float = 1e-4, patience: int = 200, check_every: int = 10,
                  activation: str = "tanh", seed: int = 0, threads: int = 2) -> None:
         if k < 2:
@@ -186,14 +186,24 @@ class BaggedNeuralNetwork:
         return params
 
     def _forward(self, params: list, x):
+        """All members at once, (n, width) -> (k, n).
+
+        The first layer of all k members is one (n, width) x (width, k*h) GEMM, the output layer
+        a multiply-and-sum: no per-member copies of the inputs, which matters when predicting
+        millions of configurations.
+        """
         import torch
 
         act = {"tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu,
                "silu": torch.nn.functional.silu}[self.activation]
-        h = torch.einsum("ni,kio->kno", x, params[0]) + params[1]
-        for i in range(2, len(params), 2):
-            h = torch.baddbmm(params[i + 1], act(h), params[i])
-        return h.squeeze(-1)
+        w, b = params[0], params[1]                                   # (k, i, h), (k, 1, h)
+        k, width, hidden = w.shape
+        h = (x @ w.permute(1, 0, 2).reshape(width, k * hidden)).view(-1, k, hidden) + b.view(1, k, hidden)
+        for i in range(2, len(params) - 2, 2):                         # hidden-to-hidden layers
+            h = torch.baddbmm(params[i + 1], act(h).transpose(0, 1), params[i]).transpose(0, 1)
+        w_out, b_out = params[-2], params[-1]                          # (k, h, 1), (k, 1, 1)
+        out = (act(h) * w_out.view(1, k, -1)).sum(-1) + b_out.view(1, k)
+        return out.t()
 
     # ---- prediction ------------------------------------------------------------------------
     def predict_members(self, X: np.ndarray) -> np.ndarray:

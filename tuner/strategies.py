@@ -16,12 +16,16 @@ changes:
 * The model's error estimate is calibrated as stage 2 goes: standardised residuals of the new
   measurements update a running variance (the paper's running estimate), so a model that turns
   out worse near the optimum than in cross-validation automatically widens the second stage.
-* When the threshold first says stop, the model is retrained once with everything measured so
-  far (the stage-2 points are exactly in the region that matters) and the walk resumes.
-* Failed configurations stay out of the regression, but train a validity classifier; candidates
-  it confidently predicts to fail are deferred behind the others instead of being measured.
+* The model is retrained as stage 2 adds data (whenever the new measurements reach a quarter of
+  the training set, at least `retrain_every`, and once more before the threshold stops the
+  walk): the stage-2 points lie exactly in the region that matters, and with a small budget a
+  single fit on the random sample is too coarse to rank the best configurations.
+* Failed configurations stay out of the regression (section 5.2.1), but train a failure
+  classifier, refit after every new failure; candidates it predicts to fail are passed over.
+  Without it, the regression ranks failing configurations (the ones that ask for too much local
+  memory, say) among the fastest, and stage 2 spends much of its budget on them.
 * Configurations already measured are skipped; for spaces too large to list, the model ranks a
-  large random sample grown by the one-parameter neighbours of its best predictions.
+  large random sample grown by the one-parameter neighbours of the best measured ones.
 """
 from __future__ import annotations
 
@@ -289,8 +293,13 @@ def _neighbour_pool(problem: Problem, rows: np.ndarray) -> np.ndarray:
             moved = rows.copy()
             moved[:, i] = v
             out.append(moved)
-    pool = np.unique(np.concatenate(out), axis=0)
+    pool = _distinct(problem, np.concatenate(out))
     return pool[problem._mask_rows(pool)]
+
+
+def _distinct(problem: Problem, rows: np.ndarray) -> np.ndarray:
+    _, first = np.unique(problem.index(rows), return_index=True)
+    return rows[np.sort(first)]
 
 
 class _Ranker:
@@ -305,10 +314,16 @@ class _Ranker:
         self.here = np.array([[problem.context.get(k, 0.0) for k in extra]]) if extra else None
         self.make = lambda s: make_model(model, seed=s, **dict(model_options))
         self.seed = seed
-        self.prior = [o for o in prior if o.time is not None and o.time > 0 and all(n in o.config for n in problem.names)]
-        pool = problem.candidate_matrix()
-        self.listed = pool is not None
-        self.pool = pool if pool is not None else problem.sample_matrix(prediction_sample, rng)
+        usable = [o for o in prior if all(n in o.config for n in problem.names)]
+        self.prior = [o for o in usable if o.time is not None and o.time > 0]
+        same = [o for o in usable if dict(o.context) == problem.context]
+        self.known = problem.index(np.array([[int(o.config[n]) for n in problem.names] for o in same],
+                                            dtype=np.int64).reshape(len(same), len(problem.names)))
+        self.best_known = min((o.time for o in same if o.time is not None and o.time > 0), default=None)
+        self.rng = rng
+        self.limit = prediction_sample
+        listed = problem.candidate_matrix()
+        self.listed = listed if listed is not None and len(listed) <= prediction_sample else None
         self.fits = 0
         self.trained_on = 0
 
@@ -338,12 +353,14 @@ class _Ranker:
 
     def rank(self, model: Model, session: Session, best_rows: Optional[np.ndarray] = None):
         """Unmeasured candidates in walk order, with their predicted mean and std of log(time)."""
-        pool = self.pool
-        if not self.listed and best_rows is not None and len(best_rows):
-            grown = _neighbour_pool(self.problem, best_rows)
-            pool = np.unique(np.concatenate([pool, grown]), axis=0)
-        fresh = np.fromiter((not session.known(tuple(r)) for r in pool.tolist()), dtype=bool, count=len(pool))
-        pool = pool[fresh]
+        if self.listed is not None:
+            pool = self.listed
+        else:  # too many to rank every time: a fresh sample, plus the best ones' neighbourhood
+            pool = self.problem.sample_matrix(self.limit, self.rng)
+            if best_rows is not None and len(best_rows):
+                pool = _distinct(self.problem, np.concatenate([pool, _neighbour_pool(self.problem, best_rows)]))
+        measured = self.problem.index(np.array(list(session.times), dtype=np.int64))
+        pool = pool[~np.isin(self.problem.index(pool), np.concatenate([measured, self.known]))]
         mean, std = model.predict(self._features(pool))
         order = np.argsort(mean, kind="stable")
         return pool[order], mean[order], std[order]
@@ -360,9 +377,8 @@ class _FailureModel:
     from a handful of examples.
     """
 
-    def __init__(self, encoder: Encoder, seed: int) -> None:
+    def __init__(self, encoder: Encoder) -> None:
         self.encoder = encoder
-        self.seed = seed
         self.clf: Optional[Any] = None
 
     def _features(self, rows: np.ndarray) -> np.ndarray:
@@ -391,16 +407,28 @@ class _FailureModel:
 def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fraction: float = 0.4,
        threshold: float = 0.05, min_second: Optional[int] = None, fixed_second: Optional[int] = None,
        retrain: bool = True, model: str = "bnn", model_options: Optional[Mapping[str, Any]] = None,
-       prior: Sequence[Observation] = (), prediction_sample: int = 200_000, prior_weight: float = 10.0,
-       avoid_failures: bool = True, retrain_every: int = 20, max_retrains: int = 10) -> Result:
+       prior: Sequence[Observation] = (), prediction_sample: int = 250_000, prior_weight: float = 10.0,
+       avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10) -> Result:
     """Falch & Elster's two-stage ML search (see the module docstring for what is changed).
 
     Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
     from the fastest prediction up and measures while q = P(time < best so far) (Eq. 2) is at
-    least `threshold`, measuring at least `min_second` (default: a tenth of the budget) and at
-    most what the budget has left. `fixed_second=M` replaces the threshold by exactly M
-    configurations, the paper's fixed-size second stage. `prior` adds measurements from the
-    database (other runs or problem sizes, with their `context`) to the training data.
+    least `threshold`, measuring at least `min_second` (default: a tenth of the budget, at least
+    5) and at most what the budget has left. `fixed_second=M` replaces the threshold by exactly
+    M configurations, the paper's fixed-size second stage.
+
+    Other options: `model` (a name in models.MODELS) and `model_options` (its constructor
+    arguments); `retrain=False` keeps the first model (the paper's method), `retrain_every` and
+    `max_retrains` bound the refits; `avoid_failures=False` drops the failure classifier;
+    `prediction_sample` is the most configurations ranked at once (larger spaces are sampled);
+    `prior_weight` is how many pseudo-observations the model's own error estimate is worth
+    against the residuals seen in stage 2.
+
+    `prior` adds measurements from the database, of this or other problem sizes (their
+    `context`, matched against `problem.context`), to the training data. Prior measurements with
+    the same context count as known: they are not measured again and their best time is the one
+    to beat, but the Result lists only this run's measurements, so a caller passing `prior`
+    should compare the result with the prior's best.
     """
     if not 0 < sample_fraction <= 1:
         raise ValueError("sample_fraction must be in (0, 1]")
@@ -423,12 +451,11 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
             return session.result(**info, stage2=0)
 
         ranker = _Ranker(problem, model, model_options or {}, seed, prior, prediction_sample, rng)
-        same_context = [o for o in ranker.prior if dict(o.context) == problem.context]
-        best_log = math.log(min([session.best_time] + [o.time for o in same_context]))
+        best_log = math.log(min(session.best_time, ranker.best_known or math.inf))
         fitted = ranker.fit(session)
         info["cv_rmse"] = float(getattr(fitted, "cv_rmse_", float("nan")))
         rows, mean, std = ranker.rank(fitted, session, _best_rows(session))
-        failures = _FailureModel(ranker.encoder, seed) if avoid_failures else None
+        failures = _FailureModel(Encoder(problem.parameters)) if avoid_failures else None
         skip = _skip_mask(failures, session, rows)
         floor = min(max(5, budget // 10), session.remaining) if min_second is None else min_second
         z2_sum, z_count, count, i, since_fit = 0.0, 0, 0, 0, 0

@@ -11,6 +11,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from ..errors import CompileError
 from ..ir import nodes as ir
 from ..ir import types as ty
+from ..ir.consteval import const_int
 from ..resources import resource_dir
 from .pragmas import split_pragmas
 
@@ -197,14 +198,15 @@ class _ToIR(Transformer):
     def array_dims(self, meta, items):
         dims = []
         for expr in items:
-            if not isinstance(expr, ir.IntLit):
+            value = const_int(expr)  # an integer constant expression, as in C: 'float w[2 * 3 + 1]'
+            if value is None or isinstance(expr, ir.FloatLit):
                 raise self._error(
                     "array size must be an integer constant", expr.pos,
-                    "sizes of fixed-size arrays are literal integers, e.g. 'float window[9]'",
+                    "sizes of fixed-size arrays are integer constant expressions, e.g. 'float window[9]'",
                 )
-            if expr.value <= 0:
-                raise self._error(f"array size must be positive, not {expr.value}", expr.pos)
-            dims.append(expr.value)
+            if value <= 0:
+                raise self._error(f"array size must be positive, not {value}", expr.pos)
+            dims.append(value)
         return tuple(dims)
 
     # types

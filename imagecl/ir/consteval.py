@@ -33,8 +33,30 @@ _OPS = {
 }
 
 
+def _wrap(value: int, t) -> int:
+    """`value` converted to integer type `t` as C does (modulo 2^bits, then signed)."""
+    from .types import ScalarType
+
+    if not isinstance(t, ScalarType) or not t.is_integer:
+        return value
+    if t.name == "bool":
+        return int(bool(value))
+    bits = t.bits
+    value &= (1 << bits) - 1
+    if t.is_signed and value >= 1 << (bits - 1):
+        value -= 1 << bits
+    return value
+
+
 def const_int(expr: Optional[ir.Expr]) -> Optional[int]:
-    """The value of an integer constant expression, or None when it is not one."""
+    """The value of an integer constant expression (with C's conversions), or None."""
+    value = _const_int(expr)
+    if value is None or expr is None:
+        return value
+    return _wrap(value, expr.type)
+
+
+def _const_int(expr: Optional[ir.Expr]) -> Optional[int]:
     if expr is None:
         return None
     if isinstance(expr, ir.IntLit):
@@ -53,6 +75,16 @@ def const_int(expr: Optional[ir.Expr]) -> Optional[int]:
         a, b = const_int(expr.left), const_int(expr.right)
         if a is None or b is None:
             return None
+        from .types import ScalarType, arithmetic_result, promote
+
+        lt, rt = expr.left.type, expr.right.type
+        if isinstance(lt, ScalarType) and isinstance(rt, ScalarType):
+            if expr.op in ("<<", ">>"):
+                a = _wrap(a, promote(lt))
+            elif expr.op not in ("&&", "||"):
+                # the usual arithmetic conversions: -1 < 0u compares 4294967295 with 0
+                common = arithmetic_result(lt, rt)
+                a, b = _wrap(a, common), _wrap(b, common)
         return _OPS[expr.op](a, b)
     if isinstance(expr, ir.Ternary):
         c = const_int(expr.cond)
@@ -63,5 +95,12 @@ def const_int(expr: Optional[ir.Expr]) -> Optional[int]:
         from .types import ScalarType
 
         if isinstance(expr.target_type, ScalarType) and expr.target_type.is_integer:
-            return const_int(expr.operand)
+            operand = expr.operand
+            if isinstance(operand, ir.FloatLit):
+                value = int(operand.value)  # truncation toward zero
+                if expr.target_type.name != "bool" and not -(1 << 63) < value < 1 << 63:
+                    return None
+                return _wrap(value, expr.target_type)
+            inner = const_int(operand)
+            return None if inner is None else _wrap(inner, expr.target_type)
     return None
