@@ -41,10 +41,44 @@ conversion, 3 ulp per / and sqrt, OpenCL's required accuracies being 0, 2.5 and
 ``4 * err + 1e-6 * |expected|``: fma contraction and either rounding of the
 model or of the device stay inside it.
 
-Cost: one program = one OpenCL build.  Each example therefore batches
-``N_BLOCKS`` independent statement blocks, each writing its own output image,
-on a small image.  The run is derandomized and uses no example database, so CI
-sees the same programs every time.
+What a generated program contains (``programs()``):
+
+* expressions over every operator of C (with minimal or redundant parentheses,
+  tight or spaced operators), casts to every scalar type, ternaries, literals
+  in decimal / hex / octal / u-suffixed / float forms (``2.f``, ``.25``,
+  ``22.5e-1f``...), OpenCL built-ins, calls of 0-2 generated helper functions
+  (scalar parameters, early ``return``, parameters assigned in the body);
+* statements: declarations (several declarators, ``T v; v = e;``), ``=`` and
+  every compound assignment on variables of every type, ``++``/``--`` (also
+  ``w = v++``), ``if``/``else`` (braced or not), ``for`` loops counting up, down,
+  by 2 or over ``uint``, ``while`` and ``do``/``while`` loops, nested loops,
+  ``break``/``continue``, private arrays (``T m[N]``) filled by a loop or
+  element by element, read and written at constant, loop-variable, masked,
+  clamped or ``% N`` indices;
+* constant trip counts, array sizes, array indices and image offsets that are
+  sometimes constant *expressions* (casts, unsigned wrap-around) rather than
+  literals;
+* image reads of ``Image<int>``, ``Image<float>``, ``Image<uchar>`` at
+  ``[idx][idy]``, at constant offsets up to 3, at ``idx +- i`` with a loop
+  variable ``i`` or a small local, at data-dependent positions
+  (``x & 7``, ``[idy][idx]``, ``a.width - 1 - idx``), with random
+  ``boundary_cond`` modes (constant, clamped, mirror, wrap);
+* scalar parameters ``int s, float t, uint u`` (u up to 2**32 - 1), ``idx``,
+  ``idy``, ``img.width`` / ``img.height``;
+* eight output images of random pixel types; some are read back and updated
+  (``o[idx][idy] op= e``, conditional overwrite), and those are passed in by
+  the caller or left out.
+
+Each program runs in its naive variant and in one random tuning configuration
+of its space (two times out of three with small work-groups so that tiles,
+halos and coarsening remainders meet the image borders).
+
+Cost: one program = one OpenCL build (~0.3 s on PoCL).  Each example therefore
+batches ``N_BLOCKS`` independent statement blocks, each writing its own output
+image, on a small image.  The run is derandomized and uses no example database,
+so CI sees the same programs every time.  Hypothesis does not shrink (every
+step would be a build); a failure instead re-runs each block on its own and
+reports the failing blocks as small stand-alone reproducers.
 """
 
 import contextlib
@@ -52,7 +86,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -2121,7 +2154,6 @@ class Gen:
 
 
 PREAMBLE = ("x", "y", "z", "s", "t", "u", "idx", "idy")
-OUT_TYPES = [INT, FLOAT, UINT, UCHAR, SHORT, CHAR, USHORT]
 SIZES = [(7, 5), (5, 3), (1, 4), (9, 2), (17, 9), (3, 13), (2, 2)]
 N_BLOCKS = 8
 
