@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Optional, Sequence
@@ -234,9 +235,7 @@ class _Progress:
         self.last = 0.0
 
     def __call__(self, done: int, total: int, summary) -> None:
-        import time as _time
-
-        now = _time.time()
+        now = time.time()
         if done < total and now - self.last < 0.2:
             return
         self.last = now
@@ -323,14 +322,14 @@ def _tune(args) -> int:
         from .tuner.engine import Summary
 
         live = Summary()
-        started = __import__("time").time()
+        started = time.time()
 
         def on_measure(config, seconds):
             live.measured += 1
             live.statuses["ok" if seconds is not None else "failed"] += 1
             if seconds is not None and (live.best_time is None or seconds < live.best_time):
                 live.best_time = seconds
-            live.seconds = __import__("time").time() - started
+            live.seconds = time.time() - started
             progress(min(live.measured, args.budget), args.budget, live)
 
         problem = LiveProblem(space, measurer, on_measure=on_measure)
