@@ -42,11 +42,11 @@ STRATEGIES, SimulationError = strategies.STRATEGIES, simulate_mod.SimulationErro
 
 
 class Synthetic(Problem):
-    """7 parameters, 6912 configurations, 6336 statically valid, ~6% failing when measured.
+    """7 parameters, 6912 configurations, 6336 statically valid, 12.5% of those failing when measured.
 
     log(time) is a sum of one-parameter bowls plus a work-group-size term and a local/image
     interaction, with a little deterministic noise: a smooth but not trivially separable space
-    where, as on real devices, few configurations are near the best (0.2% within 10%).
+    where, as on real devices, few configurations are near the best (0.1% within 10%).
     """
 
     def __init__(self) -> None:
@@ -185,7 +185,7 @@ def test_ml_finds_near_optimum_with_5_percent_of_the_space(truth):
         assert p.evaluations == result.evaluations <= budget
         ml_slow.append(result.best_time / optimum)
         random_slow.append(STRATEGIES["random"](Synthetic(), budget, np.random.default_rng(seed)).best_time / optimum)
-    # measured on this landscape: ml 1.000 on every seed, random 1.08-1.26
+    # measured on this landscape: ml 1.000 on every seed (about 165 measurements), random 1.06-1.26
     assert np.mean(ml_slow) < 1.02 and max(ml_slow) < 1.05, ml_slow
     assert np.mean(ml_slow) < np.mean(random_slow) - 0.03, (ml_slow, random_slow)
 
@@ -206,7 +206,7 @@ def test_ml_on_a_space_too_large_to_list(monkeypatch, truth):
     assert p.candidates() is None
     rows = p.sample_matrix(500, np.random.default_rng(0))
     assert len(np.unique(p.index(rows))) == 500 and np.all(rows[:, 0] * rows[:, 1] <= 256)
-    result = STRATEGIES["ml"](p, 200, np.random.default_rng(0), prediction_sample=1500,
+    result = STRATEGIES["ml"](p, 200, np.random.default_rng(0), prediction_sample=1500, max_retrains=2,
                               model_options={"epochs": 500})
     m, t, fail = truth
     assert p.evaluations == result.evaluations <= 200
@@ -277,7 +277,7 @@ def test_bagged_network_is_far_better_than_a_constant(truth):
         mean, std = model.predict(enc.encode(rows[test]))
         assert mean.shape == std.shape == (len(test),) and np.all(std > 0)
         errors[name] = np.sqrt(np.mean((mean - y[test]) ** 2))
-    assert errors["bnn"] < 0.25 * errors["constant"], errors  # measured: about 0.06 vs 0.9
+    assert errors["bnn"] < 0.25 * errors["constant"], errors  # measured: about 0.06 vs 1.75
 
 
 def test_scikit_learn_models_share_the_interface(truth):
@@ -397,7 +397,8 @@ def test_simulate_default_strategy_is_ml_and_reads_t4(tmp_path, capsys):
             for k, t in replay.records.items()]
     path = tmp_path / "results.json"
     formats.write_t4(path, replay.parameters, rows)
-    simulate_mod.main([str(path), "--max-evals", "40", "--repeats", "2", "-o", "model_options={\"epochs\": 300}"])
+    simulate_mod.main([str(path), "--max-evals", "40", "--repeats", "2", "-o", "model_options={\"epochs\": 300}",
+                       "-o", "max_retrains=1"])
     out = capsys.readouterr().out
     assert out.startswith("ml: 2 runs of at most 40 measurements") and "slowdown" in out
 
@@ -409,6 +410,8 @@ def test_simulate_default_strategy_is_ml_and_reads_t4(tmp_path, capsys):
     (["{cache}", "--strategy", "anealing"], "did you mean 'annealing'"),
     (["{cache}", "--strategy", "ml", "-o", "treshold=0.1"], "did you mean 'threshold'"),
     (["{cache}", "--max-evals", "0"], "positive integer"),
+    (["{cache}", "-o", "threshold=often"], "takes float values"),
+    (["{cache}", "-o", "threshold=2"], "threshold must be a probability"),
     (["{cache}", "--repeats", "many"], "invalid int value"),
 ])
 def test_simulate_user_errors_are_simulation_errors(tmp_path, argv, message):

@@ -169,15 +169,23 @@ def _now() -> str:
 OK_STATUSES = ("ok", "correct", "success", "valid", "measured")
 
 
+_KIND_WORDS = (("constraints", ("invalid", "constraint", "resource", "limit")),
+               ("compile", ("compil", "build")),
+               ("correctness", ("wrong", "correct", "mismatch", "verif")),
+               ("timeout", ("timeout", "timed out")))
+
+
 def _status_kind(status: Optional[str], error: Optional[str]) -> str:
-    """A failed measurement's status/error -> constraints, compile, correctness, timeout or runtime."""
-    text = f"{status or ''} {error or ''}".lower()
-    for kind, words in (("constraints", ("invalid", "constraint", "resource", "limit")),
-                        ("compile", ("compil", "build")),
-                        ("correctness", ("wrong", "correct", "mismatch", "verif")),
-                        ("timeout", ("timeout", "timed out"))):
-        if any(w in text for w in words):
-            return kind
+    """A failure's kind: constraints, compile, correctness, timeout or runtime.
+
+    The status decides when it names the kind (imagecl's store: invalid_work_group,
+    out_of_resources, invalid_config -> constraints; build_error -> compile; wrong_output ->
+    correctness; timeout; crash, error -> runtime), otherwise the error message may.
+    """
+    for text in (str(status or "").lower(), str(error or "").lower()):
+        for kind, words in _KIND_WORDS:
+            if any(w in text for w in words):
+                return kind
     return "runtime"
 
 
@@ -359,8 +367,8 @@ def detect_format(data: Any) -> str:
 def read_measurements(source: Union[PathLike, Mapping[str, Any]]) -> tuple[list[Parameter], Records]:
     """Read a Kernel Tuner cache or a T4 file, whichever it is."""
     data = _load_json(source, closing=True)
-    kind = detect_format(data)
     try:
+        kind = detect_format(data)
         return read_kernel_tuner_cache(data) if kind == "kernel_tuner" else read_t4(data)
     except FormatError as e:
         if isinstance(source, Mapping):

@@ -81,7 +81,7 @@ class ConstantModel:
 
 
 class BaggedNeuralNetwork:
-    """k one- or two-hidden-layer MLPs on k-fold bags, trained together in torch.
+    """k small MLPs (tanh, `hidden` units per layer) on k-fold bags, trained together in torch.
 
     Member i trains on every fold except fold i and early-stops on fold i (the paper's bagging
     scheme). Training is full-batch Adam: training sets here are hundreds to a few thousand
@@ -214,11 +214,13 @@ class BaggedNeuralNetwork:
         saved_threads = torch.get_num_threads()
         torch.set_num_threads(1 if len(X) < 4096 else self.threads)
         out = np.empty((len(self.params_[0]), len(X)), dtype=np.float64)
-        with torch.no_grad():
-            for s in range(0, len(X), PREDICT_CHUNK):
-                part = self._forward(self.params_, torch.from_numpy(X[s:s + PREDICT_CHUNK]))
-                out[:, s:s + PREDICT_CHUNK] = part.numpy()
-        torch.set_num_threads(saved_threads)
+        try:
+            with torch.no_grad():
+                for s in range(0, len(X), PREDICT_CHUNK):
+                    part = self._forward(self.params_, torch.from_numpy(X[s:s + PREDICT_CHUNK]))
+                    out[:, s:s + PREDICT_CHUNK] = part.numpy()
+        finally:
+            torch.set_num_threads(saved_threads)
         return out * self.y_std_ + self.y_mean_
 
     def predict(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .formats import FormatError, read_measurements
 from .problem import Problem, ReplayProblem
-from .strategies import STRATEGIES, Strategy
+from .strategies import STRATEGIES, Strategy, get_strategy
 
 
 class SimulationError(ValueError):
@@ -45,26 +45,34 @@ def load_problem(path: Union[str, Path]) -> ReplayProblem:
 
 
 def resolve_strategy(strategy: Union[str, Strategy]) -> tuple[str, Strategy]:
+    """(name, function) for a strategy name (any case) or a strategy function."""
     if callable(strategy):
         return getattr(strategy, "__name__", "custom"), strategy
-    if strategy in STRATEGIES:
-        return strategy, STRATEGIES[strategy]
-    close = difflib.get_close_matches(str(strategy), STRATEGIES, n=1, cutoff=0.4)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    raise SimulationError(f"unknown strategy '{strategy}'{hint} (known: {', '.join(STRATEGIES)})")
+    try:
+        fn = get_strategy(strategy)
+    except ValueError as e:
+        raise SimulationError(str(e)) from None
+    return next(n for n, f in STRATEGIES.items() if f is fn), fn
 
 
 def check_options(name: str, fn: Strategy, options: Mapping[str, Any]) -> None:
-    """Reject options the strategy does not take, before any measurement is spent."""
-    accepted = [p for p, spec in inspect.signature(fn).parameters.items()
-                if spec.kind in (spec.KEYWORD_ONLY, spec.POSITIONAL_OR_KEYWORD)
-                and p not in ("problem", "budget", "rng")]
-    for key in options:
-        if key not in accepted:
-            close = difflib.get_close_matches(key, accepted, n=1)
+    """Reject options the strategy does not take, or of the wrong kind, before anything runs."""
+    params = {p: spec for p, spec in inspect.signature(fn).parameters.items()
+              if spec.kind in (spec.KEYWORD_ONLY, spec.POSITIONAL_OR_KEYWORD)
+              and p not in ("problem", "budget", "rng")}
+    for key, value in options.items():
+        if key not in params:
+            close = difflib.get_close_matches(key, params, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
-            known = ", ".join(accepted) or "none"
+            known = ", ".join(params) or "none"
             raise SimulationError(f"strategy '{name}' has no option '{key}'{hint} (its options: {known})")
+        default = params[key].default
+        if default is inspect.Parameter.empty or default is None:
+            continue
+        number = (int, float) if isinstance(default, float) else type(default)
+        if isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, number):
+            raise SimulationError(f"option '{key}' of strategy '{name}' takes {type(default).__name__} values "
+                                  f"like {default!r}, got {value!r}")
 
 
 def _labelled(problem: Problem, config: Optional[Mapping[str, int]]) -> Optional[dict[str, Any]]:
@@ -105,7 +113,10 @@ def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: U
         problem = first if r == 0 else factory()
         before = getattr(problem, "evaluations", None)
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), r]))
-        result = fn(problem, int(max_evals), rng, **options)
+        try:
+            result = fn(problem, int(max_evals), rng, **options)
+        except ValueError as e:  # the strategies' own checks of their options
+            raise SimulationError(f"strategy '{name}': {e}") from None
         spent = getattr(problem, "evaluations", None)
         if before is not None and spent is not None and spent - before != result.evaluations:
             raise RuntimeError(f"strategy '{name}' reported {result.evaluations} evaluations but made "
@@ -166,7 +177,8 @@ def build_parser(prog: str = "imagecl simulate") -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description="Replay a search strategy on recorded measurements "
                                        "(Kernel Tuner cache or T4 results file).")
     p.add_argument("cache", metavar="CACHE", help="Kernel Tuner cache file or T4 results file (JSON)")
-    p.add_argument("--strategy", default="ml", help=f"one of {', '.join(STRATEGIES)} (default: ml)")
+    p.add_argument("--strategy", default="ml", help=f"one of {', '.join(STRATEGIES)} (default: ml, the two-stage "
+                                                    "machine-learning search)")
     p.add_argument("--max-evals", type=int, default=None,
                    help="measurements per run (default: 5%% of the recorded configurations, at least 20)")
     p.add_argument("--repeats", type=int, default=10, help="independent runs (default: 10)")

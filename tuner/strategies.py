@@ -405,7 +405,7 @@ class _FailureModel:
 
 
 def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fraction: float = 0.4,
-       threshold: float = 0.05, min_second: Optional[int] = None, fixed_second: Optional[int] = None,
+       threshold: float = 0.02, min_second: Optional[int] = None, fixed_second: Optional[int] = None,
        retrain: bool = True, model: str = "bnn", model_options: Optional[Mapping[str, Any]] = None,
        prior: Sequence[Observation] = (), prediction_sample: int = 250_000, prior_weight: float = 10.0,
        avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10) -> Result:
@@ -496,6 +496,9 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
             elif failures is not None:  # learn from the failure before choosing the next one
                 skip[i:] = _skip_mask(failures, session, rows[i:])
         info["stage2"] = count
+        if session.best_key is not None:  # what the final model expected of the winner
+            best_row = np.array([session.best_key], dtype=np.int64)
+            info["predicted_seconds"] = float(np.exp(fitted.predict(ranker._features(best_row))[0][0]))
     except BudgetExhausted:
         pass
     return session.result(**info)
@@ -525,12 +528,13 @@ STRATEGIES: dict[str, Strategy] = {
 
 
 def get_strategy(name: str) -> Strategy:
-    """The strategy called `name`; a ValueError naming the closest one if there is none."""
-    if name in STRATEGIES:
-        return STRATEGIES[name]
+    """The strategy called `name` (any case); a ValueError naming the closest one if there is none."""
+    key = str(name).strip().lower()
+    if key in STRATEGIES:
+        return STRATEGIES[key]
     import difflib
 
-    close = difflib.get_close_matches(name, STRATEGIES, n=1, cutoff=0.4)
+    close = difflib.get_close_matches(key, STRATEGIES, n=1, cutoff=0.4)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     raise ValueError(f"unknown strategy '{name}'{hint} (known: {', '.join(STRATEGIES)})")
 
