@@ -78,6 +78,8 @@ class Program:
 
     def _check_forced_local_memory(self) -> None:
         for name in self.info.placement["local_mem"]:
+            if self.info.arrays[name].kind != "image":
+                continue  # a fixed-size array is copied whole, whatever its indices
             for analysis in self.analyses.values():
                 fp = analysis.footprints.get(name)
                 if fp is None or not fp.bounded:
@@ -153,7 +155,7 @@ class Program:
 
     def launch_for(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
         """Everything the host passes for one launch of `plan` on `prepared` arguments."""
-        if plan.local_mem and plan.wg is None:
+        if any(self.info.arrays[n].kind == "image" for n in plan.local_mem) and plan.wg is None:
             plan = VariantPlan(**{**plan.__dict__, "wg": (16, 16) if self.info.grid_dims == 2 else (8, 8, 4)})
         analysis = self.analysis_for(dict(plan.tunables))
         values: list = []

@@ -17,7 +17,8 @@ import numpy as np
 
 from .errors import ConfigError, suggestion_suffix
 from .ir import types as ty
-from .passes.footprint import AccessAnalysis, analyse_accesses
+from .passes.footprint import (DYNAMIC_UNROLL_FACTORS, AccessAnalysis, analyse_accesses, array_bytes,
+                               image_compatible_array, small_read_only_array)
 from .passes.semantic import ProgramInfo
 
 AXES = "xyz"
@@ -316,12 +317,14 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                                     target=name))
             defaults[f"image_{name}"] = values[0]
             image_params.append(f"image_{name}")
+    image_params += _array_image_parameters(info, limits, params, defaults)
     for name in local_candidates(info, analyses.values()):
         values = [1] if name in info.placement["local_mem"] else [0, 1]
         params.append(Parameter(f"local_{name}", values, "local_mem",
                                 f"stage '{name}' in local memory (tile with halo)", target=name))
         defaults[f"local_{name}"] = values[0]
         local_params.append(name)
+    local_arrays = _array_local_parameters(info, params, defaults)
     for name, array in info.arrays.items():
         if array.is_written or not array.reads or array.kind == "image":
             continue
@@ -348,6 +351,8 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                                 f"({loop.trip_count} iterations) in '{loop.function}'", target=loop.parameter))
         defaults[loop.parameter] = 1
 
+    _dynamic_unroll_parameters(any_analysis, params, defaults)
+
     for name, values in info.tunables.items():
         params.append(Parameter(name, list(values), "tunable", "application-specific (#pragma imcl tunable)"))
         defaults[name] = values[0]
@@ -363,8 +368,9 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
         "interleaved layout only with more than one point per work-item (otherwise it duplicates blocked)",
         tuple(px) + ("interleaved",),
         lambda c, px=px: (c["interleaved"] == 0) | (np.prod([c[p] for p in px], axis=0) > 1)))
-    if local_params:
-        constraints.append(_local_memory_constraint(info, analyses, local_params, axes, limits))
+    if local_params or local_arrays:
+        constraints.append(_local_memory_constraint(info, analyses, local_params, axes, limits, local_arrays))
+    constraints.extend(_exclusive_placements(params))
     if constant_params:
         total_known = [(f"constant_{n}", s) for n, s in constant_params if s is not None]
         cap, count_cap = limits.max_constant_buffer_size, limits.max_constant_args
@@ -374,6 +380,7 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
             lambda c, t=total_known, names=names, cap=cap, k=count_cap:
                 (sum((c[n] * s for n, s in t), np.zeros_like(c[names[0]])) <= cap)
                 & (sum((c[n] for n in names), np.zeros_like(c[names[0]])) <= k)))
+    image_params = [p for p in image_params if info.arrays[p[len("image_"):]].kind == "image"]
     if image_params and problem_shape is not None:
         shape_xyz = tuple(reversed(problem_shape[:dims]))
         bound = limits.image2d_max if dims == 2 else limits.image3d_max
@@ -397,7 +404,8 @@ def tile_bytes(info: ProgramInfo, analysis: AccessAnalysis, name: str, wg: list,
     return size
 
 
-def _local_memory_constraint(info, analyses, local_params, axes, limits) -> Constraint:
+def _local_memory_constraint(info, analyses, local_params, axes, limits, local_arrays=()) -> Constraint:
+    """Image tiles and whole small arrays in local memory share the device's local memory."""
     cap = limits.local_mem_size
     tunables = list(info.tunables)
 
@@ -405,6 +413,8 @@ def _local_memory_constraint(info, analyses, local_params, axes, limits) -> Cons
         wg = [c[f"wg_{a}"] for a in axes]
         px = [c[f"px_{a}"] for a in axes]
         total = np.zeros_like(wg[0])
+        for name, size in local_arrays:
+            total = total + c[f"local_{name}"] * size
         for key, analysis in analyses.items():
             mask = np.ones_like(wg[0], dtype=bool)
             for name, value in key:
@@ -415,9 +425,71 @@ def _local_memory_constraint(info, analyses, local_params, axes, limits) -> Cons
         return total <= cap
 
     names = tuple(f"wg_{a}" for a in axes) + tuple(f"px_{a}" for a in axes) + ("interleaved",) + tuple(
-        f"local_{n}" for n in local_params) + tuple(tunables)
-    return Constraint(f"local-memory tiles (work-group x points per item + halo) fit in {cap} bytes "
-                      "(device maximum)", names, check)
+        f"local_{n}" for n in local_params) + tuple(f"local_{n}" for n, _ in local_arrays) + tuple(tunables)
+    what = "local-memory tiles (work-group x points per item + halo)" if local_params else ""
+    if local_arrays:
+        what += (" and " if what else "") + "local-memory copies of " + ", ".join(
+            f"'{n}' ({size} bytes)" for n, size in local_arrays)
+    return Constraint(f"{what} fit in {cap} bytes (device maximum)", names, check)
+
+
+# ---- small read-only arrays, data-dependent loops ------------------------------------------------------
+
+
+def _array_image_parameters(info: ProgramInfo, limits: DeviceLimits, params: list, defaults: dict) -> list[str]:
+    """image_<array>: a fixed-size read-only array read through a 1-D or 2-D image. Its size is
+    known at compile time, so the device's image support and maximum sizes decide the values."""
+    out = []
+    for name, array in info.arrays.items():
+        if not image_compatible_array(array):
+            continue
+        extent = tuple(reversed(array.shape))  # (width[, height])
+        bound = limits.image2d_max[: len(extent)]  # a 1-D image is as wide as a 2-D one may be
+        fits = limits.image_support and all(e <= b for e, b in zip(extent, bound))
+        values = ([1] if name in info.placement["image_mem"] else [0, 1]) if fits else [0]
+        params.append(Parameter(f"image_{name}", values, "image_mem",
+                                f"read '{name}' through a {len(extent)}-D image", target=name))
+        defaults[f"image_{name}"] = values[0]
+        out.append(f"image_{name}")
+    return out
+
+
+def _array_local_parameters(info: ProgramInfo, params: list, defaults: dict) -> list[tuple[str, int]]:
+    """local_<array>: the work-group copies a small read-only array into local memory once."""
+    out = []
+    for name, array in info.arrays.items():
+        if not small_read_only_array(array) and not (name in info.placement["local_mem"] and array.kind == "array"):
+            continue
+        values = [1] if name in info.placement["local_mem"] else [0, 1]
+        params.append(Parameter(f"local_{name}", values, "local_mem",
+                                f"copy '{name}' into local memory once per work-group", target=name))
+        defaults[f"local_{name}"] = values[0]
+        out.append((name, array_bytes(array)))
+    return out
+
+
+def _exclusive_placements(params: list) -> list[Constraint]:
+    """An array lives in constant memory or in image/local memory, never both at once."""
+    names = {p.name for p in params}
+    out = []
+    for p in params:
+        if p.kind != "constant_mem":
+            continue
+        for other in ("local", "image"):
+            pair = f"{other}_{p.target}"
+            if pair in names:
+                out.append(Constraint(f"'{p.target}' is not in constant memory and {other} memory at once",
+                                      (p.name, pair), lambda c, a=p.name, b=pair: (c[a] == 0) | (c[b] == 0)))
+    return out
+
+
+def _dynamic_unroll_parameters(analysis: AccessAnalysis, params: list, defaults: dict) -> None:
+    for loop in analysis.dynamic_loops:
+        params.append(Parameter(loop.parameter, list(DYNAMIC_UNROLL_FACTORS), "unroll",
+                                f"partial unroll factor of the {loop.keyword} loop at line {loop.node.pos.line} "
+                                f"in '{loop.function}' (data-dependent trip count; exit test between copies)",
+                                target=loop.parameter))
+        defaults[loop.parameter] = 1
 
 
 def space_json(space: Space) -> str:

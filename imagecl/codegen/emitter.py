@@ -93,11 +93,12 @@ def _zero(t: ty.Type) -> str:
 
 class Emitter:
     def __init__(self, info: ProgramInfo, plan: AccessPlan, indent: str = "    ",
-                 unroll: Optional[dict] = None) -> None:
+                 unroll: Optional[dict] = None, dynamic_unroll: Optional[dict] = None) -> None:
         self.info = info
         self.plan = plan
         self.unit_indent = indent
         self.unroll = unroll or {}  # id(For node) -> (factor, LoopInfo)
+        self.dynamic_unroll = dynamic_unroll or {}  # id(While/DoWhile/For node) -> factor
 
     def error(self, message: str, pos: ir.Pos) -> CompileError:
         unit = self.info.unit
@@ -129,6 +130,8 @@ class Emitter:
             if other is not None:
                 lines += [pad + "else"] + self.body(other, depth)
             return lines
+        if isinstance(s, (ir.While, ir.DoWhile, ir.For)) and self.dynamic_unroll.get(id(s), 1) > 1:
+            return self.unrolled_dynamic(s, depth)
         if isinstance(s, ir.While):
             return [pad + f"while ({self.expr(s.cond)})"] + self.body(s.body, depth)
         if isinstance(s, ir.DoWhile):
@@ -137,16 +140,7 @@ class Emitter:
         if isinstance(s, ir.For) and id(s) in self.unroll:
             return self.unrolled(s, depth)
         if isinstance(s, ir.For):
-            init = ""
-            if isinstance(s.init, ir.VarDecl):
-                init = self.decl(s.init)
-            elif isinstance(s.init, ir.DeclGroup):
-                init = self.decl_group_inline(s.init)
-            elif isinstance(s.init, ir.ExprStmt):
-                init = self.expr(s.init.expr)
-            cond = self.expr(s.cond) if s.cond is not None else ""
-            step = self.expr(s.step) if s.step is not None else ""
-            return [pad + f"for ({init}; {cond}; {step})"] + self.body(s.body, depth)
+            return [pad + self.for_head(s)] + self.body(s.body, depth)
         if isinstance(s, ir.Break):
             return [pad + "break;"]
         if isinstance(s, ir.Continue):
@@ -186,6 +180,52 @@ class Emitter:
             return lines + copies
         head = f"for (int {counter} = 0; {counter} < {loop.trip_count}; {counter} += {factor})"
         return lines + [pad + head, pad + "{"] + copies + [pad + "}"]
+
+    def for_head(self, s: ir.For) -> str:
+        init = ""
+        if isinstance(s.init, ir.VarDecl):
+            init = self.decl(s.init)
+        elif isinstance(s.init, ir.DeclGroup):
+            init = self.decl_group_inline(s.init)
+        elif isinstance(s.init, ir.ExprStmt):
+            init = self.expr(s.init.expr)
+        cond = self.expr(s.cond) if s.cond is not None else ""
+        step = self.expr(s.step) if s.step is not None else ""
+        return f"for ({init}; {cond}; {step})"
+
+    def unrolled_dynamic(self, s: ir.Stmt, depth: int) -> list[str]:
+        """A loop with a data-dependent trip count, its body repeated `factor` times per pass
+        with the loop's exit test (after the step, for a `for`) between the copies.
+
+        Equivalent for every trip count: each copy is one original iteration, and the test
+        between copies is the one the original loop performs before its next iteration. A
+        `break` in any copy leaves the loop, as before; a `continue` in any copy goes to the
+        loop's own step and test and then to the first copy, which is the same body, so it
+        starts the next iteration exactly as the original `continue` does."""
+        factor = self.dynamic_unroll[id(s)]
+        pad = self.unit_indent * depth
+        inner = pad + self.unit_indent
+        body = s.body.body if isinstance(s.body, ir.Block) else [s.body]
+        between: list[str] = []
+        if isinstance(s, ir.For) and s.step is not None:
+            between.append(inner + self.expr(s.step) + ";")
+        if s.cond is not None:
+            between.append(inner + f"if (!({self.expr(s.cond)}))")
+            between.append(inner + self.unit_indent + "break;")
+        copies: list[str] = []
+        for k in range(factor):
+            if k:
+                copies.extend(between)
+            copies.append(inner + "{")
+            for stmt in body:
+                copies.extend(self.stmt(stmt, depth + 2))
+            copies.append(inner + "}")
+        note = pad + f"// unrolled by {factor}: the exit test runs between the copies (any trip count)"
+        if isinstance(s, ir.While):
+            return [note, pad + f"while ({self.expr(s.cond)})", pad + "{"] + copies + [pad + "}"]
+        if isinstance(s, ir.DoWhile):
+            return [note, pad + "do", pad + "{"] + copies + [pad + "}", pad + f"while ({self.expr(s.cond)});"]
+        return [note, pad + self.for_head(s), pad + "{"] + copies + [pad + "}"]
 
     def return_text(self, s: ir.Return) -> str:
         return "return;" if s.value is None else f"return {self.expr(s.value)};"

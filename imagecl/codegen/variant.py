@@ -98,6 +98,32 @@ class MemoryPlan(AccessPlan):
             return f"imcl_img_read_{array.name}({array.name}, {extents}, {', '.join(coords)})"
         return super().image_read(array, coords, node)
 
+    def array_read(self, array: ArrayInfo, coords: list[str]) -> str:
+        if array.name in self.plan.local_mem:
+            return local_array_name(array) + text_after_name(super().array_read(array, coords), array)
+        if array.name in self.plan.image_mem:
+            # an array `a[N][M]` is an image M wide and N high: a[i][j] is pixel (j, i)
+            return f"imcl_aimg_read_{array.name}({array.name}, {', '.join(reversed(coords))})"
+        return super().array_read(array, coords)
+
+
+def local_array_name(array: ArrayInfo) -> str:
+    return f"imcl_local_{array.name}"
+
+
+def text_after_name(access: str, array: ArrayInfo) -> str:
+    """`[flat index]` of the naive access `name[flat index]`."""
+    return access[len(array.name):]
+
+
+def local_images(info: ProgramInfo, plan: VariantPlan) -> list[str]:
+    """Images staged as tiles in local memory (arrays in `plan.local_mem` are copied whole)."""
+    return sorted(n for n in plan.local_mem if info.arrays[n].kind == "image")
+
+
+def local_arrays(info: ProgramInfo, plan: VariantPlan) -> list[str]:
+    return sorted(n for n in plan.local_mem if info.arrays[n].kind == "array")
+
 
 def tile_index(array: ArrayInfo, coords: list[str]) -> str:
     n = array.name
@@ -133,6 +159,8 @@ def kernel_args(info: ProgramInfo, plan: VariantPlan) -> list[KernelArg]:
         element = array.element.c_name()
         if array.kind == "image" and p.name in plan.image_mem:
             args.append(KernelArg(p.name, "image", p.name, f"__read_only image{array.dims}d_t"))
+        elif array.kind == "array" and p.name in plan.image_mem:
+            args.append(KernelArg(p.name, "image", p.name, f"__read_only image{len(array.shape)}d_t"))
         elif p.name in plan.constant_mem:
             args.append(KernelArg(p.name, "buffer", p.name, f"__constant {element}*"))
         else:
@@ -144,7 +172,7 @@ def kernel_args(info: ProgramInfo, plan: VariantPlan) -> list[KernelArg]:
                 args.append(KernelArg(n["whd"[axis]], "extent", p.name, "int", axis))
         elif array.kind == "pointer":
             args.append(KernelArg(n["len"], "length", p.name, "int"))
-    for name in sorted(plan.local_mem):
+    for name in local_images(info, plan):
         element = info.arrays[name].element.c_name()
         args.append(KernelArg(f"imcl_tile_{name}", "tile", name, f"__local {element}*"))
     return args
@@ -224,6 +252,73 @@ def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], li
             linear = "(z * h + y) * w + x" if array.dims == 3 else "y * w + x"
             buffers.append({**common, "linear": linear})
     return buffers, images
+
+
+_IMAGE_SUFFIX = {1: ".x", 2: ".xy", 4: ""}
+
+
+def array_image_reads(info: ProgramInfo, plan: VariantPlan) -> list[dict]:
+    """Read functions of fixed-size arrays in image memory (sampler-less reads at integer
+    coordinates: every index of the naive variant is in range, so no boundary mode applies)."""
+    out = []
+    for name in sorted(plan.image_mem):
+        array = info.arrays[name]
+        if array.kind != "array":
+            continue
+        el = array.element
+        base = ty.element_scalar(el)
+        lanes = el.width if isinstance(el, ty.VectorType) else 1
+        dims = len(array.shape)
+        coord = "i" if dims == 1 else "(int2)(j, i)"
+        kind = "f" if base.is_float else ("i" if base.is_signed else "ui")
+        call = f"read_image{kind}(img, {coord}){_IMAGE_SUFFIX[lanes]}"
+        if lanes == 1:
+            value = f"({el.c_name()}){call}"
+        else:
+            value = call if base.is_float else f"convert_{el.c_name()}({call})"
+        out.append({"name": name, "dims": dims, "ctype": el.c_name(),
+                    "coord_params": "int i" if dims == 1 else "int j, int i", "value": value})
+    return out
+
+
+def local_array_copy(info: ProgramInfo, plan: VariantPlan) -> list[str]:
+    """The work-group's copy of each small array into local memory: every work-item copies a
+    strided share, then one barrier. It runs before any work-item can return."""
+    names_ = local_arrays(info, plan)
+    if not names_:
+        return []
+    dims = info.grid_dims
+    lid = "get_local_id(0)"
+    size = "get_local_size(0)"
+    for d in range(1, dims):
+        lid = f"{lid} + get_local_id({d}) * {size}" if d == 1 else f"{lid} + get_local_id({d}) * ({size})"
+        size = f"{size} * get_local_size({d})"
+    lines = ["    // small read-only arrays copied into local memory by the work-group"]
+    for name in names_:
+        array = info.arrays[name]
+        count = 1
+        for n in array.shape:
+            count *= n
+        local = local_array_name(array)
+        lines.append(f"    __local {array.element.c_name()} {local}[{count}];")
+        if name in plan.image_mem:
+            coords = "imcl_i" if len(array.shape) == 1 else f"imcl_i % {array.shape[1]}, imcl_i / {array.shape[1]}"
+            source = f"imcl_aimg_read_{name}({name}, {coords})"
+        else:
+            source = f"{name}[imcl_i]"
+        lines.append(f"    for (int imcl_i = {lid}; imcl_i < {count}; imcl_i += {size})")
+        lines.append(f"        {local}[imcl_i] = {source};")
+    lines.append("    barrier(CLK_LOCAL_MEM_FENCE);")
+    return lines
+
+
+def local_array_point_params(info: ProgramInfo, plan: VariantPlan) -> tuple[list[str], list[str]]:
+    params, values = [], []
+    for name in local_arrays(info, plan):
+        array = info.arrays[name]
+        params.append(f"__local const {array.element.c_name()}* {local_array_name(array)}")
+        values.append(local_array_name(array))
+    return params, values
 
 
 def helper_text(emitter: Emitter, f: ir.Function) -> str:
@@ -306,11 +401,12 @@ def kernel_body(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, 
     grid = GRID_INDICES[:dims]
     extents = grid_extents(info)
     guard = " || ".join(f"{v} >= {e}" for v, e in zip(grid, extents))
-    tiles = sorted(plan.local_mem)
+    tiles = local_images(info, plan)
+    copies = local_array_copy(info, plan)
     if not plan.is_coarsened and not tiles:
-        lines = [f"    const int {v} = get_global_id({d});" for d, v in enumerate(grid)]
+        lines = copies + [f"    const int {v} = get_global_id({d});" for d, v in enumerate(grid)]
         return lines + [f"    if ({guard})", "        return;", f"    {point_call}"]
-    lines = [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
+    lines = copies + [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
     per_iteration = plan.interleaved and plan.is_coarsened
     if tiles and not per_iteration:
         lines.append("    // the work-group's tile of each local-memory image, with its halo")
@@ -353,13 +449,20 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
     plan = plan or VariantPlan.naive(info)
     if analysis is None:
         analysis = analyse_accesses(info)
-    unroll = {}
-    by_parameter = {loop.parameter: loop for loop in analysis.loops}
+    unroll, dynamic = {}, {}
+    by_parameter = {loop.parameter: loop for loop in analysis.loops if loop.unrollable}
+    dynamic_by_parameter = {loop.parameter: loop for loop in analysis.dynamic_loops}
     for parameter, factor in plan.unroll:
-        unroll[id(by_parameter[parameter].node)] = (factor, by_parameter[parameter])
-    emitter = Emitter(info, MemoryPlan(info, plan), unroll=unroll)
+        if parameter in dynamic_by_parameter:
+            dynamic[id(dynamic_by_parameter[parameter].node)] = factor
+        else:
+            unroll[id(by_parameter[parameter].node)] = (factor, by_parameter[parameter])
+    emitter = Emitter(info, MemoryPlan(info, plan), unroll=unroll, dynamic_unroll=dynamic)
     args = kernel_args(info, plan)
     point_params, point_values = point_signature(info, args)
+    extra_params, extra_values = local_array_point_params(info, plan)
+    point_params, point_values = point_params[:-info.grid_dims] + extra_params + point_params[-info.grid_dims:], \
+        point_values[:-info.grid_dims] + extra_values + point_values[-info.grid_dims:]
     point_call = f"imcl_point_{info.kernel.name}({', '.join(point_values)});"
     buffers, images = read_functions(info, plan)
     is_naive = plan == VariantPlan.naive(info)
@@ -377,6 +480,7 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "boundary_modes": {a.boundary for a in info.arrays.values() if a.kind == "image" and a.reads},
         "boundary_reads": buffers,
         "image_reads": images,
+        "array_image_reads": array_image_reads(info, plan),
         "helpers": [helper_text(emitter, f) for f in info.helpers],
         "point_params": point_params,
         "point_indent": " " * len(f"void imcl_point_{info.kernel.name}("),

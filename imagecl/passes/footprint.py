@@ -1,4 +1,5 @@
-"""Access analysis: affine image indices, footprints and halos, constant-trip-count loops.
+"""Access analysis: affine image indices, footprints and halos, constant-trip-count loops,
+loops with data-dependent trip counts, and small read-only arrays.
 
 An image read `in[idx + i - 1][idy + 2]` inside `for (int i = 0; i < 3; i++)` has, per
 dimension, an affine index: the grid index of that dimension with coefficient 1 plus an offset
@@ -15,7 +16,7 @@ from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.consteval import const_int
 from ..ir.walk import walk
-from .semantic import GRID_INDICES, ProgramInfo
+from .semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 
 MAX_ENUMERATED_OFFSETS = 4096  # beyond this a footprint is kept as a box only
 
@@ -71,6 +72,29 @@ class LoopInfo:
     _clash: bool = False
 
 
+DYNAMIC_UNROLL_FACTORS = [1, 2, 4, 8, 16]  # the paper's factors for the ray traversal loop
+MAX_SMALL_ARRAY_BYTES = 64 * 1024  # fixed-size arrays up to this size are local/constant candidates
+
+
+@dataclass
+class DynamicLoop:
+    """A loop whose trip count is not a compile-time constant (`while`, `do`, a `for` with a
+    `break`, a non-constant bound or an assigned variable): unrolled partially with the exit
+    test between the copies, which is correct for any trip count."""
+
+    node: ir.Stmt  # While, DoWhile or For
+    function: str
+    clash: bool = False  # another loop starts on the same line of the same function
+
+    @property
+    def parameter(self) -> str:
+        return f"unroll_{self.function}_l{self.node.pos.line}" + (f"c{self.node.pos.column}" if self.clash else "")
+
+    @property
+    def keyword(self) -> str:
+        return {ir.While: "while", ir.DoWhile: "do", ir.For: "for"}[type(self.node)]
+
+
 @dataclass
 class Footprint:
     """What one image's reads cover, relative to the grid point."""
@@ -104,6 +128,7 @@ class Footprint:
 class AccessAnalysis:
     footprints: dict[str, Footprint] = field(default_factory=dict)
     loops: list[LoopInfo] = field(default_factory=list)
+    dynamic_loops: list[DynamicLoop] = field(default_factory=list)
 
     def loop_by_node(self, node: ir.For) -> Optional[LoopInfo]:
         for loop in self.loops:
@@ -117,13 +142,24 @@ def analyse_accesses(info: ProgramInfo) -> AccessAnalysis:
     result = AccessAnalysis()
     for function in info.helpers + [info.kernel]:
         result.loops.extend(_loops(function))
-    seen: dict[tuple, list[LoopInfo]] = {}
+        result.dynamic_loops.extend(_dynamic_loops(function, result.loops))
+    seen: dict[tuple, list] = {}
     for loop in result.loops:
         seen.setdefault((loop.function, loop.node.pos.line), []).append(loop)
+    for dyn in result.dynamic_loops:
+        if not any(loop.node is dyn.node for loop in result.loops):
+            seen.setdefault((dyn.function, dyn.node.pos.line), []).append(dyn)
     for group in seen.values():
         if len(group) > 1:
             for loop in group:
-                loop._clash = True
+                if isinstance(loop, DynamicLoop):
+                    loop.clash = True
+                else:
+                    loop._clash = True
+    for dyn in result.dynamic_loops:  # a for loop in both lists takes the name the other list gave it
+        same = next((loop for loop in result.loops if loop.node is dyn.node), None)
+        if same is not None:
+            dyn.clash = same._clash
     _Footprinter(info, result).run()
     return result
 
@@ -229,6 +265,50 @@ def _loops(function: ir.Function) -> list[LoopInfo]:
                       and isinstance(node.init, ir.VarDecl) and count >= 2)
         out.append(LoopInfo(node, var, start, step, count, function.name, unrollable))
     return out
+
+
+def _dynamic_loops(function: ir.Function, constant: list[LoopInfo]) -> list[DynamicLoop]:
+    """Every loop of `function` that is not unrolled as a constant-trip-count loop."""
+    by_node = {id(loop.node): loop for loop in constant if loop.function == function.name}
+    out = []
+    for node in walk(function.body):
+        if not isinstance(node, (ir.While, ir.DoWhile, ir.For)):
+            continue
+        known = by_node.get(id(node))
+        if known is not None and (known.unrollable or known.trip_count < 2):
+            continue  # a constant trip count: the divisor factors of build_space apply
+        out.append(DynamicLoop(node, function.name))
+    return out
+
+
+# ---- small read-only arrays ------------------------------------------------------------------------
+
+
+def array_bytes(array: ArrayInfo) -> Optional[int]:
+    """Bytes of a fixed-size array parameter (None for images and pointers)."""
+    if array.kind != "array" or not array.shape:
+        return None
+    lanes = array.element.width if isinstance(array.element, ty.VectorType) else 1
+    count = 1
+    for n in array.shape:
+        count *= n
+    return count * array.element.dtype.itemsize * lanes
+
+
+def small_read_only_array(array: ArrayInfo) -> bool:
+    """A fixed-size array the kernel only reads, small enough to copy per work-group."""
+    size = array_bytes(array)
+    return size is not None and not array.is_written and bool(array.reads) and size <= MAX_SMALL_ARRAY_BYTES
+
+
+def image_compatible_array(array: ArrayInfo) -> bool:
+    """A read-only fixed-size array that an OpenCL image can hold: 1 or 2 dimensions, and an
+    element that is one image pixel (1, 2 or 4 channels of an 8/16/32-bit type)."""
+    if array.kind != "array" or array.is_written or not array.reads or len(array.shape or ()) not in (1, 2):
+        return False
+    element = array.element
+    lanes = element.width if isinstance(element, ty.VectorType) else 1
+    return lanes in (1, 2, 4) and ty.element_scalar(element).name != "double"
 
 
 # ---- footprints ---------------------------------------------------------------------------------------

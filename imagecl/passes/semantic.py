@@ -338,7 +338,9 @@ class _Analyser:
             names: set[str] = set()
             for pragma in pragmas.get(kind, []):
                 for arg in pragma.args:
-                    kinds = ("image",) if kind in ("image_mem", "local_mem") else ("image", "array", "pointer")
+                    # image and local memory hold images and fixed-size arrays (a pointer's length
+                    # is only known at run time); constant memory holds anything read-only
+                    kinds = ("image", "array") if kind in ("image_mem", "local_mem") else ("image", "array", "pointer")
                     self._image_arg(arg, kind, kinds)
                     names.add(arg.name)
             placement[kind] = names
@@ -353,6 +355,8 @@ class _Analyser:
                     raise self.error(
                         f"'{name}' is both read and written and cannot be placed in image memory", pos
                     )
+                if kind == "image_mem" and array.kind == "array":
+                    _check_array_image(self, array, pos)
                 if kind in ("local_mem", "constant_mem") and array.is_written:
                     raise self.error(
                         f"'{name}' is written by the kernel and cannot be placed in "
@@ -894,6 +898,16 @@ RESERVED = set(
     "sizeof volatile half bool2 bool3 bool4 char2 char4 short2 short4 ushort2 ushort4 uint2 uint4 "
     "float8 float16 int8 int16 double2 double4 NULL".split()
 )
+
+
+def _check_array_image(analyser: "_Analyser", array: ArrayInfo, pos: ir.Pos) -> None:
+    """A fixed-size array forced into image memory must be read-only and fit one image pixel."""
+    lanes = array.element.width if isinstance(array.element, ty.VectorType) else 1
+    if array.is_written:
+        raise analyser.error(f"'{array.name}' is written by the kernel and cannot be placed in image memory", pos)
+    if len(array.shape or ()) not in (1, 2) or lanes not in (1, 2, 4) or ty.element_scalar(array.element) == ty.DOUBLE:
+        raise analyser.error(f"'{array.name}' ({array.param.type.c_name()}) cannot be placed in image memory", pos,
+                             "image memory holds 1-D and 2-D arrays of scalars or 2/4-element vectors, not double")
 
 
 def _check_identifier(analyser: "_Analyser", name: str, pos: ir.Pos) -> None:
