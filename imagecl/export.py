@@ -101,6 +101,25 @@ def _c_string(text: str) -> str:
     return "\n".join(lines)
 
 
+def _array_image_lines(array, index: int) -> list[str]:
+    """A fixed-size array in image memory: a 1-D image, or a 2-D one M wide and N high for a[N][M]."""
+    lanes = array.element.width if isinstance(array.element, ty.VectorType) else 1
+    channels = "CL_RGBA" if lanes == 4 else "CL_R"
+    ctype = _CHANNEL_TYPES[ty.element_scalar(array.element).name]
+    lines = [f"    {{ /* the array '{array.name}' in image memory */",
+             f"        cl_image_format fmt = {{{channels}, {ctype}}};",
+             "        cl_image_desc desc;",
+             "        memset(&desc, 0, sizeof(desc));",
+             f"        desc.image_type = {'CL_MEM_OBJECT_IMAGE1D' if len(array.shape) == 1 else 'CL_MEM_OBJECT_IMAGE2D'};",
+             f"        desc.image_width = {array.shape[-1]};"]
+    if len(array.shape) == 2:
+        lines.append(f"        desc.image_height = {array.shape[0]};")
+    lines.append(f"        mem[{index}] = clCreateImage(k->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, &fmt, &desc,"
+                 f" (void*){array.name}, &err);")
+    lines.append("    }")
+    return lines
+
+
 def c_wrapper(program, config: Mapping[str, int], device=None) -> tuple[str, str]:
     """(header, implementation) of a C host wrapper for the tuned variant."""
     plan = program.plan(config, device)
@@ -145,7 +164,9 @@ def c_wrapper(program, config: Mapping[str, int], device=None) -> tuple[str, str
         mem_index[n] = i
         base = _C_TYPES[ty.element_scalar(array.element).name]
         bytes_expr = f"({count_expr(array)}) * sizeof({base})"
-        if n in plan.image_mem:
+        if n in plan.image_mem and array.kind == "array":
+            body.extend(_array_image_lines(array, i))
+        elif n in plan.image_mem:
             channels = "CL_RGBA" if isinstance(array.element, ty.VectorType) else "CL_R"
             ctype = _CHANNEL_TYPES[ty.element_scalar(array.element).name]
             body.append(f"    {{ /* '{n}' in image memory */")

@@ -96,7 +96,10 @@ def tuned_configs(prog, tunable: str | None = None) -> list[dict]:
         {"wg_x": 8, "wg_y": 4, "px_x": 2, "px_y": 1},
         {"wg_x": 4, "wg_y": 8, "px_x": 1, "px_y": 2, "interleaved": 1},
     ]
-    mem = {n: 1 for n in names if n.startswith(("image_", "local_", "constant_"))}
+    mem = {n: 1 for n in names if n.startswith(("image_", "local_"))}
+    # constant memory excludes image and local memory for the same array (a space constraint)
+    mem.update({n: 1 for n in names if n.startswith("constant_")
+                and not {"image_" + n[len("constant_"):], "local_" + n[len("constant_"):]} & names})
     unroll = {n: max(space.parameter(n).values) for n in names if n.startswith("unroll_")}
     wanted.append({"wg_x": 4, "wg_y": 4, **mem, **unroll})
     configs = []

@@ -254,7 +254,7 @@ def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], li
     return buffers, images
 
 
-_IMAGE_SUFFIX = {1: ".x", 2: ".xy", 4: ""}
+_IMAGE_SUFFIX = {1: ".x", 4: ""}
 
 
 def array_image_reads(info: ProgramInfo, plan: VariantPlan) -> list[dict]:

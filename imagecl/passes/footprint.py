@@ -303,12 +303,14 @@ def small_read_only_array(array: ArrayInfo) -> bool:
 
 def image_compatible_array(array: ArrayInfo) -> bool:
     """A read-only fixed-size array that an OpenCL image can hold: 1 or 2 dimensions, and an
-    element that is one image pixel (1, 2 or 4 channels of an 8/16/32-bit type)."""
+    element that is one image pixel: R or RGBA channels (the formats every device supports;
+    PoCL has no RG, so 2- and 3-element vectors stay out) of an 8/16/32-bit integer or float
+    (bool has no portable image format and double none at all)."""
     if array.kind != "array" or array.is_written or not array.reads or len(array.shape or ()) not in (1, 2):
         return False
     element = array.element
     lanes = element.width if isinstance(element, ty.VectorType) else 1
-    return lanes in (1, 2, 4) and ty.element_scalar(element).name != "double"
+    return lanes in (1, 4) and ty.element_scalar(element).name not in ("double", "bool")
 
 
 # ---- footprints ---------------------------------------------------------------------------------------

@@ -905,9 +905,11 @@ def _check_array_image(analyser: "_Analyser", array: ArrayInfo, pos: ir.Pos) -> 
     lanes = array.element.width if isinstance(array.element, ty.VectorType) else 1
     if array.is_written:
         raise analyser.error(f"'{array.name}' is written by the kernel and cannot be placed in image memory", pos)
-    if len(array.shape or ()) not in (1, 2) or lanes not in (1, 2, 4) or ty.element_scalar(array.element) == ty.DOUBLE:
+    if (len(array.shape or ()) not in (1, 2) or lanes not in (1, 4)
+            or ty.element_scalar(array.element) in (ty.DOUBLE, ty.BOOL)):
         raise analyser.error(f"'{array.name}' ({array.param.type.c_name()}) cannot be placed in image memory", pos,
-                             "image memory holds 1-D and 2-D arrays of scalars or 2/4-element vectors, not double")
+                             "image memory holds 1-D and 2-D arrays of scalars or 4-element vectors "
+                             "(not bool or double)")
 
 
 def _check_identifier(analyser: "_Analyser", name: str, pos: ir.Pos) -> None:

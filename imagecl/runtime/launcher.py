@@ -96,12 +96,12 @@ _CHANNEL_TYPES = {
 
 
 def make_image(context, host: np.ndarray, dims: int):
-    """A read-only OpenCL image holding `host` (one channel, RG or RGBA for 2- or 4-vector
-    pixels); `dims` 1 makes a 1-D image (a fixed-size array read through image memory)."""
+    """A read-only OpenCL image holding `host` (one channel, or RGBA for 4-vector pixels);
+    `dims` 1 makes a 1-D image (a fixed-size array read through image memory)."""
     import pyopencl as cl
 
     channels = host.shape[-1] if host.ndim > dims else 1
-    order = {1: cl.channel_order.R, 2: cl.channel_order.RG, 4: cl.channel_order.RGBA}[channels]
+    order = cl.channel_order.RGBA if channels == 4 else cl.channel_order.R
     fmt = cl.ImageFormat(order, getattr(cl.channel_type, _CHANNEL_TYPES[host.dtype.name]))
     shape = tuple(reversed(host.shape[:dims]))
     return cl.create_image(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, fmt, shape=shape,
