@@ -145,10 +145,26 @@ def run_benchmark(bench: Benchmark, device, configs: int, budget: float, scale: 
         record["best_ms"] = results[0][0] * 1e3
         record["best_config"] = results[0][1]
         record["top5"] = [{"ms": t * 1e3, "config": c} for t, c in results[:5]]
+        record["best_by_value"] = best_by_value(space, results)
         # re-time the winner, as its first measurement is a minimum of noisy samples
         again = session.time(prog.plan(results[0][1], device), repeats=10, read_outputs=False, max_seconds=5.0)
         record["best_ms_retimed"] = again.median * 1e3
     return record
+
+
+def best_by_value(space, results: list[tuple[float, dict]]) -> dict:
+    """For each memory-placement and unroll parameter: the best time (ms) among the measured
+    variants per value, to see which of these choices matter on the device."""
+    out = {}
+    for p in space.parameters:
+        if p.kind not in ("image_mem", "local_mem", "constant_mem", "unroll") or len(p.values) < 2:
+            continue
+        best: dict[str, float] = {}
+        for seconds, config in results:
+            key = str(config[p.name])
+            best[key] = min(best.get(key, float("inf")), seconds * 1e3)
+        out[p.name] = best
+    return out
 
 
 def markdown(records: list[dict], info, bandwidth: float) -> str:

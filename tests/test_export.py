@@ -138,3 +138,28 @@ err = imcl_convolution_run(&k, input, {w}, {h}, output, {w}, {h}, filter);"""
     expected = prog(input=img, filter=filt)["output"]
     np.testing.assert_allclose(np.fromfile(tmp_path / "out.bin", np.float32).reshape(h, w), expected, rtol=1e-5,
                                atol=1e-5)
+
+
+def test_raycasting_with_array_in_image_and_local_memory(tmp_path):
+    """The transfer function as a 1-D RGBA image copied into local memory, the ray loop unrolled."""
+    prog = imagecl.load(EXAMPLES / "raycasting.icl")
+    d, vh, vw, h, w = 9, 7, 11, 13, 17
+    rng = np.random.default_rng(7)
+    volume = (rng.random((d, vh, vw), dtype=np.float32) ** 2).astype(np.float32)
+    transfer = rng.random((128, 4), dtype=np.float32)
+    volume.tofile(tmp_path / "volume.bin")
+    transfer.tofile(tmp_path / "transfer.bin")
+    config = {"image_transfer": 1, "local_transfer": 1, "unroll_raycasting_l28": 4, "wg_x": 4, "wg_y": 2,
+              "px_y": 2}
+    body = f"""float* volume = (float*)slurp("volume.bin", &size);
+float* transfer = (float*)slurp("transfer.bin", &size);
+unsigned char* output = (unsigned char*)calloc({h * w * 4}, 1);
+err = imcl_raycasting_run(&k, volume, {vw}, {vh}, {d}, output, {w}, {h}, transfer);"""
+    save = f"""FILE* f = fopen("out.bin", "wb"); fwrite(output, 1, {h * w * 4}, f); fclose(f);"""
+    build_and_run(tmp_path, prog, config, body, save)
+    expected = prog(volume=volume, output=np.zeros((h, w, 4), np.uint8), transfer=transfer)["output"]
+    assert expected.any()
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "out.bin", np.uint8).reshape(h, w, 4), expected)
+    description = json.loads((tmp_path / "tuned" / "raycasting.json").read_text())
+    transfer_arg = next(a for a in description["arguments"] if a["name"] == "transfer")
+    assert transfer_arg["role"] == "image" and "image1d_t" in transfer_arg["type"]
