@@ -344,7 +344,7 @@ def test_forced_array_placements():
     ("#pragma imcl image_mem(t)\nvoid f(Image<float> o, float3 t[4]) { o[idx][idy] = t[0].x; }",
      "cannot be placed in image memory"),
     ("#pragma imcl local_mem(p)\nvoid f(Image<float> o, float* p) { o[idx][idy] = p[0]; }",
-     "is not an image"),
+     "'p' is not an image or a fixed-size array"),
 ])
 def test_impossible_array_placements_are_errors(source, fragment):
     with pytest.raises(imagecl.CompileError, match=fragment):
@@ -383,3 +383,19 @@ def test_unrolled_source_tests_the_exit_between_copies():
         void f(Image<int> o, int n) { int s = 0; for (int i = 0; i < n; i += 2) { s += i; } o[idx][idy] = s; }""")
     src = for_loop.opencl_source({"unroll_f_l3": 2})
     assert src.count("i += 2;") == 1 and "if (!(i < n))" in src
+
+
+@pytest.mark.parametrize("config", [
+    {"local_t": 1, "wg_x": 2, "wg_y": 2, "wg_z": 2},
+    {"local_t": 1, "image_t": 1, "wg_x": 1, "wg_y": 4, "wg_z": 2, "px_z": 2, "interleaved": 1},
+    {"local_t": 1, "wg_x": 4, "wg_y": 1, "wg_z": 1, "px_x": 2},
+], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
+def test_local_array_copy_in_a_3d_grid(config):
+    """Every work-item of a 3-D work-group takes part in the copy (linear id over x, y, z)."""
+    prog = imagecl.compile("""
+        #pragma imcl grid(v, o)
+        void f(Image<int> v, Image<int> o, int t[37]) { o[idx][idy][idz] = t[v[idx][idy][idz]]; }""")
+    rng = np.random.default_rng(8)
+    v = rng.integers(0, 37, (5, 6, 7)).astype(np.int32)
+    t = rng.integers(-1000, 1000, 37).astype(np.int32)
+    np.testing.assert_array_equal(prog(v=v, t=t, config=config)["o"], t[v])

@@ -265,7 +265,9 @@ class _Analyser:
                 arg.pos,
             )
         if info.kind not in kinds:
-            raise self.error(f"pragma '{pragma}': '{arg.name}' is not an image", arg.pos)
+            what = "an image or a fixed-size array" if "array" in kinds else "an image"
+            hint = "a pointer's length is only known at run time" if info.kind == "pointer" else None
+            raise self.error(f"pragma '{pragma}': '{arg.name}' is not {what}", arg.pos, hint)
         return info
 
     def _grid(self, pragmas: dict[str, list[ir.Pragma]], kernel: ir.Function):
