@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, Union
 
+from .spawn import main_module_hidden
+
 
 def default_cache_dir() -> Path:
     base = os.environ.get("IMAGECL_CACHE") or os.path.join(
@@ -91,14 +93,17 @@ def prebuild(cache: BuildCache, device_index: int, device_name: str, driver: str
     workers = workers or max(1, min(len(todo), (os.cpu_count() or 2)))
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_build_in_child, device_index, src, opts): key for key, (src, opts) in todo.items()}
+        with main_module_hidden():  # the pool starts its processes as tasks are submitted
+            futures = {pool.submit(_build_in_child, device_index, src, opts): key
+                       for key, (src, opts) in todo.items()}
         try:
             for future in concurrent.futures.as_completed(futures, timeout=timeout * max(1, len(todo) / workers)):
                 key = futures[future]
                 try:
                     binary, log = future.result()
-                except Exception as exc:  # a crashed compiler process
-                    binary, log = None, f"the build process failed: {exc}"
+                except Exception as exc:  # a crashed compiler process: not cached, the worker builds it again
+                    results[key] = f"the build process failed: {exc}"
+                    continue
                 if binary is not None:
                     cache.put(key, binary)
                     results[key] = "ok"

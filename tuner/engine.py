@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 from ..errors import ConfigError, ImageCLError
 from .buildcache import BuildCache, prebuild
+from .spawn import main_module_hidden
 from .store import Record, Store, canonical_config, text_hash
 from .target import ProgramTarget, Target, run_key  # noqa: F401 - run_key: part of this module's API
 from .worker import worker_main
@@ -75,7 +76,8 @@ class _Worker:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         self.process = ctx.Process(target=worker_main, args=(child, self.setup), daemon=True)
-        self.process.start()
+        with main_module_hidden():
+            self.process.start()
         child.close()
         self.conn = parent
         if not parent.poll(timeout):

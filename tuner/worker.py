@@ -70,6 +70,7 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
     from .buildcache import build_key
 
     result: dict[str, Any] = {"config": config}
+    key, cached = None, False
     try:
         source, options = runner.build_input(config)
         if cache is not None:
@@ -77,9 +78,10 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
             binary = cache.get(key)
             error = cache.error(key)
             if error is not None:
+                cached = True
                 raise imagecl.BuildError("the OpenCL compiler rejected the kernel", error, source)
             if binary is not None:
-                launcher.preload(device, source, binary, options)
+                cached = launcher.preload(device, source, binary, options)
         # a variant whose checked launch is over 4x slower than the best so far is not a contender:
         # that launch is its one measurement (repeating it would only cost time)
         timing = runner.time(config, repeats=repeats, verify=True, read_outputs=False,
@@ -94,4 +96,12 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
         result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok", verified=True)
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run
         result.update(status=classify(exc), error=str(exc)[:4000], time=None)
+        if key is not None and not cached and isinstance(exc, imagecl.BuildError):
+            cache.put_error(key, exc.log or str(exc))  # the compiler's verdict, for later runs
+            cached = True
+    if key is not None and not cached:
+        # built here (not ahead): keep the binary, so a later run or a restarted worker skips the build
+        binary = launcher.binary_of(device, source, options)
+        if binary is not None:
+            cache.put(key, binary)
     return result

@@ -59,6 +59,20 @@ def preload(device, source: str, binary: bytes, options: Sequence[str] = ()) -> 
         return True
 
 
+def binary_of(device, source: str, options: Sequence[str] = ()) -> Optional[bytes]:
+    """The binary of `source` if this process has built it (for the on-disk build cache)."""
+    import pyopencl as cl
+
+    context, _ = context_and_queue(device)
+    program = _BUILT.get((id(context), source, tuple(options)))
+    if program is None:
+        return None
+    try:
+        return bytes(program.get_info(cl.program_info.BINARIES)[0])
+    except cl.Error:
+        return None
+
+
 def _build_log(exc, device) -> str:
     return str(exc)
 
