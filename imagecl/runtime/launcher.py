@@ -33,7 +33,7 @@ def build(device, source: str, options: Sequence[str] = ()):
         except cl.Error as exc:
             log = _build_log(exc, device)
             raise BuildError(
-                f"the OpenCL compiler of '{device.name.strip()}' rejected the generated kernel", log, source
+                f"the OpenCL compiler of '{device.name.strip()}' rejected the kernel", log, source
             ) from None
         _BUILT[key] = program
         return program
