@@ -322,3 +322,35 @@ print("BEST", r.best_config["WPT"], r.statuses)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "BEST" in done.stdout and "{'ok': 2}" in done.stdout
     assert done.stdout.count("BEST") == 1  # the script ran once, not again in the worker processes
+
+
+def test_the_tune_kernel_command(tmp_path):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "imagecl", *args], capture_output=True, text=True, timeout=300)
+
+    (tmp_path / "scale.cl").write_text(SCALE)
+    spec = tmp_path / "spec.py"
+    spec.write_text(f"""
+import numpy as np
+from imagecl import TunableKernel, Output
+kernel = TunableKernel({str(tmp_path / 'scale.cl')!r}, "scale", global_size={N}, local_size=1)
+kernel.add_parameter("WPT", [1, 2])
+kernel.div_global_size(["WPT"])
+x = np.arange({N}, dtype=np.float32)
+kernel.set_arguments([x, Output(np.zeros({N}, np.float32)), np.float32(2), np.int32({N})])
+kernel.set_reference({{1: 2 * x}})
+""")
+    done = cli("tune-kernel", str(spec), "--device", "cpu", "--strategy", "exhaustive", "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "scale.cl").is_file() and '"WPT"' in (tmp_path / "out" / "scale.json").read_text()
+    broken = tmp_path / "broken.py"
+    broken.write_text("from imagecl import TunableKernel\n\nkernel = TunableKernel('k.cl' + 1, 'k', 4)\n")
+    done = cli("tune-kernel", str(broken), "-o", str(tmp_path / "x"))
+    assert done.returncode != 0 and "broken.py:3: TypeError" in done.stderr and "Traceback" not in done.stderr
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    done = cli("tune-kernel", str(empty), "-o", str(tmp_path / "x"))
+    assert done.returncode != 0 and "must define `kernel`, a TunableKernel" in done.stderr
