@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
 import inspect
 import json
 import keyword
@@ -360,6 +361,7 @@ class TunableKernel:
             else:
                 raise ArgumentError(f"{where}: expected a NumPy array or scalar, got {type(value).__name__}")
         self._arguments = out
+        self._reference = None  # a reference is given by argument index: set it again for these arguments
 
     def _array_argument(self, index: Any, what: str) -> dict:
         if self._arguments is None:
@@ -425,15 +427,29 @@ class TunableKernel:
         if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
             raise ArgumentError(f"tolerance is a number in [0, 1), got {tolerance!r}")
 
+    def _reference_hash(self) -> Optional[str]:
+        ref = self._reference
+        if ref is None:
+            return None
+        if "outputs" in ref:
+            h = hashlib.sha256()
+            for i, r in sorted(ref["outputs"].items()):
+                h.update(f"{i}:{r.dtype}:{r.shape}".encode())
+                h.update(np.ascontiguousarray(r).tobytes())
+            return h.hexdigest()[:16]
+        return text_hash(json.dumps(ref["kernel"], default=str))
+
     def run_hash(self) -> str:
-        """What makes measurements of this kernel comparable: source, options, sizes, arguments."""
+        """What makes measurements of this kernel comparable: source, options, sizes, arguments and
+        the reference (a corrected reference must not reuse verdicts on the old one)."""
         args = [{"kind": a["kind"], "role": a.get("role"),
                  "dtype": str(a["data"].dtype if a["kind"] == "array" else a["value"].dtype),
                  "shape": list(a["data"].shape) if a["kind"] == "array" else None,
                  "value": a["value"].item() if a["kind"] == "scalar" else None} for a in self._arguments or []]
         return text_hash(json.dumps({"source": self.source, "kernel": self.kernel_name, "options": self.build_options,
                                      "defines": self._defines(), "global": self.rules.global_base,
-                                     "local": self.rules.local_base, "ops": self.rules.ops, "args": args},
+                                     "local": self.rules.local_base, "ops": self.rules.ops, "args": args,
+                                     "reference": self._reference_hash(), "tolerance": self.tolerance},
                                     default=str))
 
     # ---- tuning ------------------------------------------------------------------------------------
