@@ -8,8 +8,6 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-import numpy as np
-
 
 def classify(exc: BaseException) -> str:
     """The status of a failed measurement, from the exception that ended it."""
