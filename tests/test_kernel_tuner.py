@@ -151,6 +151,18 @@ def test_a_corrected_reference_is_a_new_run(tmp_path):
     assert k.tune(device="cpu", strategy="exhaustive", store=tmp_path / "c.db").statuses == {"ok": 1}
 
 
+def test_a_kernel_without_parameters_is_timed_unverified_when_asked(tmp_path):
+    k = TunableKernel(SCALE, "scale", global_size=N, build_options=["-DWPT=1"])
+    x = np.ones(N, np.float32)
+    k.set_arguments([x, Output(x.copy()), np.float32(2), np.int32(N)])
+    result = k.tune(device="cpu", verify=False, store=tmp_path / "u.db")
+    assert result.best_config == {} and result.best_time > 0 and result.statuses == {"ok": 1}
+    assert result.global_size == (N,) and result.local_size is None
+    with Store(tmp_path / "u.db") as store:
+        (record,) = list(store.records())
+    assert record.status == "ok" and not record.verified  # timed, but never compared with anything
+
+
 def test_poison_values_never_match_the_reference():
     ints = np.arange(256, dtype=np.uint8)  # every value present: two different poisons
     assert len(poison_values(ints)) == 2 and poison_values(ints)[0] != poison_values(ints)[1]

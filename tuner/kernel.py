@@ -111,7 +111,7 @@ class KernelTarget(Target):
         k = self.kernel
         return {"kind": "kernel", "source": k.source, "kernel_name": k.kernel_name, "build_options": k.build_options,
                 "defines": k._defines(), "rules": k.rules, "arguments": k._arguments,
-                "reference": k._reference if self.verify else None,
+                "reference": k._reference if self.verify else None, "verify": self.verify,
                 "tolerance": k.tolerance}
 
 
@@ -525,7 +525,7 @@ class TunableKernel:
             if statuses.get("wrong_output") and any(a.get("role") == "out" for a in self._arguments or []):
                 hint = ("\nnote: outputs are poisoned before each checked launch; an argument the kernel also reads "
                         "must be marked InOut(...)")
-            shown = "\n".join(f"  {s}: {e.splitlines()[0][:300]}" for s, e in errors.items())
+            shown = "\n".join(f"  {s}: {' '.join(e.split())[:400]}" for s, e in errors.items())
             raise ImageCLError(f"no configuration of '{self.kernel_name}' ran correctly ({statuses}):\n{shown}{hint}")
         full = space.complete(best_config)
         glob, local = target.kernel.rules.sizes(full)

@@ -91,7 +91,8 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
         while timing.spread > max_spread and len(timing.times) < max_repeats and sum(timing.times) < 1.0:
             extra = runner.time(config, repeats=repeats, warmup=1, read_outputs=False)
             timing.times.extend(extra.times)
-        result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok", verified=True)
+        result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok",
+                      verified=bool(setup.get("verify", True)))
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run
         result.update(status=classify(exc), error=str(exc)[:4000], time=None)
         if key is not None and not cached and isinstance(exc, imagecl.BuildError):
