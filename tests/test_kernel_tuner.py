@@ -124,22 +124,28 @@ def test_the_reference_catches_a_wrong_variant_even_where_unwritten_values_look_
     assert np.all(expected[3::4] == 0)
 
 
-def test_integer_outputs_are_poisoned_too(tmp_path):
+def test_integer_outputs_are_poisoned_and_a_hanging_variant_times_out(tmp_path):
     source = """
     __kernel void twice(__global const int* x, __global int* y) {
         const int i = get_global_id(0);
-        if (SKIP == 0 || i % 4 != 3)
+        if (SKIP != 1 || i % 4 != 3)
             y[i] = 2 * x[i];
+        int v = x[i];
+        while (SKIP == 2 && v >= 0) {   /* never ends: v stays non-negative */
+            v = (v * 3 + 1) & 0x7fffffff;
+            y[i] = v;
+        }
     }"""
     x = np.arange(16, dtype=np.int32)
     x[3::4] = 0  # the skipped elements' expected value is the initial 0
     k = TunableKernel(source, "twice", global_size=16)
-    k.add_parameter("SKIP", [0, 1])
+    k.add_parameter("SKIP", [0, 1, 2])
     k.set_arguments([x, Output(np.zeros(16, np.int32))])
     k.set_reference({1: 2 * x})
-    result = k.tune(device="cpu", strategy="exhaustive", store=tmp_path / "i.db")
-    assert result.statuses == {"ok": 1, "wrong_output": 1} and result.best_config == {"SKIP": 0}
+    result = k.tune(device="cpu", strategy="exhaustive", store=tmp_path / "i.db", timeout=6)
+    assert result.statuses == {"ok": 1, "wrong_output": 1, "timeout": 1} and result.best_config == {"SKIP": 0}
     assert "argument 1 differs at (3,)" in result.errors["wrong_output"]
+    assert "killed" in result.errors["timeout"]
 
 
 def test_a_corrected_reference_is_a_new_run(tmp_path):
