@@ -24,7 +24,19 @@ from .errors import (  # noqa: E402
 from .program import Program, compile, load  # noqa: E402
 from .runtime.devices import list_devices, select_device  # noqa: E402
 
+
+
+def __getattr__(name: str):
+    # the hand-written-kernel tuner, imported on first use (it is not needed to run .icl programs)
+    if name in ("TunableKernel", "Output", "InOut"):
+        from .tuner import kernel
+
+        return getattr(kernel, name)
+    raise AttributeError(f"module 'imagecl' has no attribute '{name}'")
+
+
 __all__ = [
+    "TunableKernel", "Output", "InOut",
     "ArgumentError", "BuildError", "CompileError", "ConfigError", "DeviceError", "ExecutionError",
     "ImageCLError", "Program", "compile", "load", "list_devices", "select_device", "__version__",
 ]

@@ -94,6 +94,20 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
     tune.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
 
+    tk = sub.add_parser("tune-kernel", help="tune a hand-written OpenCL kernel described by a Python file",
+                        description="Run SPEC.py, which builds a TunableKernel called `kernel` (parameters, sizes, "
+                                    "arguments, reference: see imagecl.tuner.kernel), tune it, and write the tuned "
+                                    "kernel (.cl with #defines, .json with sizes) to -o DIR.")
+    tk.add_argument("spec", metavar="SPEC.py")
+    tk.add_argument("--device", help="device index or name fragment")
+    tk.add_argument("--budget", type=int, help="most configurations to measure (default: all for exhaustive, "
+                                               "else up to 100)")
+    tk.add_argument("--strategy", default="ml", help="ml (default), random, annealing, pso or exhaustive")
+    tk.add_argument("--seed", type=int, default=0)
+    tk.add_argument("--db", help="results database (default: DIR/measurements.db)")
+    tk.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
+    tk.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
+
     sim = sub.add_parser("simulate", help="replay recorded measurements with a search strategy", add_help=False)
     sim.add_argument("rest", nargs=argparse.REMAINDER)
 
@@ -351,6 +365,36 @@ def _tune(args) -> int:
     return 0
 
 
+def _tune_kernel(args) -> int:
+    import runpy
+    import traceback
+
+    from .tuner.kernel import TunableKernel
+
+    _read_source(args.spec)
+    try:
+        namespace = runpy.run_path(args.spec, run_name="imagecl_spec")  # not __main__: guarded code stays out
+    except ImageCLError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a mistake in the user's script: show where
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(Path(args.spec))]
+        where = f"{args.spec}:{frames[-1].lineno}: " if frames else f"{args.spec}: "
+        raise ImageCLError(f"{where}{type(exc).__name__}: {exc}") from None
+    kernel = namespace.get("kernel")
+    if not isinstance(kernel, TunableKernel):
+        raise ImageCLError(f"{args.spec} must define `kernel`, a TunableKernel"
+                           + (f" (it is a {type(kernel).__name__})" if kernel is not None else ""))
+    out = Path(args.output)
+    db = Path(args.db) if args.db else out / "measurements.db"
+    result = kernel.tune(device=args.device, strategy=args.strategy, budget=args.budget, store=db, seed=args.seed,
+                         timeout=args.timeout)
+    paths = result.save(out)
+    print(f"best: {result.best_time * 1e3:.4f} ms after {result.evaluations} measurements ({result.statuses})")
+    print(f"configuration: {json.dumps(result.best_config)}; global {result.global_size}, local {result.local_size}")
+    print("wrote " + ", ".join(str(p) for p in paths) + f"; measurements in {db}")
+    return 0
+
+
 def _simulate(args) -> int:
     from .tuner.simulate import SimulationError, main as simulate_main
 
@@ -534,6 +578,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _results(args)
         if args.command == "tune":
             return _tune(args)
+        if args.command == "tune-kernel":
+            return _tune_kernel(args)
         if args.command == "simulate":
             return _simulate(args)
         if args.command == "export":

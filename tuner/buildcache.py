@@ -12,7 +12,9 @@ import hashlib
 import multiprocessing
 import os
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, Union
+
+from .spawn import main_module_hidden
 
 
 def default_cache_dir() -> Path:
@@ -74,28 +76,34 @@ def _build_in_child(device_index: int, source: str, options: tuple) -> tuple[Opt
     return bytes(program.get_info(cl.program_info.BINARIES)[0]), None
 
 
-def prebuild(cache: BuildCache, device_index: int, device_name: str, driver: str, sources: Iterable[str],
-             options: Sequence[str] = (), workers: int = 0, timeout: float = 120.0) -> dict[str, str]:
-    """Build every source not yet cached, in parallel processes; returns {key: 'ok' | error}."""
-    todo = {}
-    for source in sources:
-        key = build_key(source, options, device_name, driver)
+def prebuild(cache: BuildCache, device_index: int, device_name: str, driver: str,
+             sources: Iterable[Union[str, tuple[str, Sequence[str]]]], options: Sequence[str] = (),
+             workers: int = 0, timeout: float = 120.0) -> dict[str, str]:
+    """Build every source not yet cached, in parallel processes; returns {key: 'ok' | error}.
+    An item of `sources` is a source (built with `options`) or a (source, its options) pair."""
+    todo: dict[str, tuple[str, tuple]] = {}
+    for item in sources:
+        source, opts = (item, options) if isinstance(item, str) else item
+        key = build_key(source, opts, device_name, driver)
         if cache.get(key) is None and cache.error(key) is None:
-            todo[key] = source
+            todo[key] = (source, tuple(opts))
     results: dict[str, str] = {}
     if not todo:
         return results
     workers = workers or max(1, min(len(todo), (os.cpu_count() or 2)))
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_build_in_child, device_index, src, tuple(options)): key for key, src in todo.items()}
+        with main_module_hidden():  # the pool starts its processes as tasks are submitted
+            futures = {pool.submit(_build_in_child, device_index, src, opts): key
+                       for key, (src, opts) in todo.items()}
         try:
             for future in concurrent.futures.as_completed(futures, timeout=timeout * max(1, len(todo) / workers)):
                 key = futures[future]
                 try:
                     binary, log = future.result()
-                except Exception as exc:  # a crashed compiler process
-                    binary, log = None, f"the build process failed: {exc}"
+                except Exception as exc:  # a crashed compiler process: not cached, the worker builds it again
+                    results[key] = f"the build process failed: {exc}"
+                    continue
                 if binary is not None:
                     cache.put(key, binary)
                     results[key] = "ok"

@@ -20,7 +20,9 @@ from typing import Any, Callable, Optional
 
 from ..errors import ConfigError, ImageCLError
 from .buildcache import BuildCache, prebuild
-from .store import Record, RunKey, Store, canonical_config, text_hash
+from .spawn import main_module_hidden
+from .store import Record, Store, canonical_config, text_hash
+from .target import ProgramTarget, Target, run_key  # noqa: F401 - run_key: part of this module's API
 from .worker import worker_main
 
 
@@ -62,12 +64,6 @@ class Summary:
                 f"{self.build_seconds:.1f} s building); {best}")
 
 
-def run_key(program, device, grid_shape: tuple[int, ...]) -> RunKey:
-    size = "x".join(str(s) for s in reversed(grid_shape))
-    return RunKey(text_hash(program.info.unit.source), program.name, device.name.strip(),
-                  device.driver_version.strip(), size)
-
-
 class _Worker:
     """A worker process and its pipe; replaced whenever it hangs or dies."""
 
@@ -80,7 +76,8 @@ class _Worker:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         self.process = ctx.Process(target=worker_main, args=(child, self.setup), daemon=True)
-        self.process.start()
+        with main_module_hidden():
+            self.process.start()
         child.close()
         self.conn = parent
         if not parent.poll(timeout):
@@ -130,26 +127,27 @@ class _Worker:
 
 
 class Measurer:
-    """Measures configurations of one program, on one device and one set of arguments, into a
-    store; keeps its worker between calls, so a tuner can ask for a few configurations at a time."""
+    """Measures configurations of one target (an `.icl` program on one set of arguments, or a
+    hand-written kernel: see target.py) on one device, into a store; keeps its worker between
+    calls, so a tuner can ask for a few configurations at a time."""
 
-    def __init__(self, program, arguments: dict, store: Store, device: Any = None,
+    def __init__(self, program, arguments: Optional[dict], store: Store, device: Any = None,
                  options: Optional[MeasureOptions] = None) -> None:
-        from ..runtime.arguments import prepare
         from ..runtime.devices import _all_devices, select_device
 
-        self.program = program
+        if isinstance(program, Target):
+            self.target = program
+            self.device = program.device
+        else:
+            self.device = select_device(device)
+            self.target = ProgramTarget(program, dict(arguments or {}), self.device)
         self.store = store
         self.options = options or MeasureOptions()
-        self.device = select_device(device)
         self.device_index = list(_all_devices()).index(self.device)
-        self.prepared = prepare(program.info, dict(arguments))
-        self.run = run_key(program, self.device, self.prepared.grid_shape)
-        self.space = program.space_for(self.device, self.prepared.grid_shape)
+        self.run = self.target.run
+        self.space = self.target.space
         self.cache = BuildCache(self.options.cache_dir)
-        self.worker = _Worker({"device_index": self.device_index, "source": program.info.unit.source,
-                               "filename": program.filename,
-                               "arguments": self.prepared.arrays | self.prepared.scalars,
+        self.worker = _Worker({**self.target.worker_setup(), "device_index": self.device_index,
                                "cache_dir": str(self.cache.directory), "repeats": self.options.repeats,
                                "max_repeats": self.options.max_repeats, "max_spread": self.options.max_spread})
 
@@ -169,7 +167,7 @@ class Measurer:
     def measure(self, configs: list[dict],
                 progress: Optional[Callable[[int, int, Summary], None]] = None) -> Summary:
         """Measure `configs` (those already stored are skipped); every result goes to the store."""
-        options, store, run, space, program = self.options, self.store, self.run, self.space, self.program
+        options, store, run, space, target = self.options, self.store, self.run, self.space, self.target
         summary = Summary(total=len(configs))
         start = time.time()
         done = store.done_keys(run)
@@ -193,11 +191,11 @@ class Measurer:
             groups.setdefault(source_key, []).append(full)
         summary.sources = len(groups)
 
-        sources = {k: program.source_of(program.plan(g[0], self.device)) for k, g in groups.items()}
-        if options.prebuild and sources:
+        builds = {k: target.build_input(g[0]) for k, g in groups.items()}
+        if options.prebuild and builds:
             t = time.time()
             prebuild(self.cache, self.device_index, self.device.name.strip(), self.device.driver_version.strip(),
-                     sources.values(), workers=options.build_workers)
+                     builds.values(), workers=options.build_workers)
             summary.build_seconds = time.time() - t
 
         todo = sum(len(g) for g in groups.values())
@@ -205,7 +203,8 @@ class Measurer:
             if options.deadline is not None and time.time() - start > options.deadline:
                 summary.stopped_early = True
                 break
-            source_hash = text_hash(sources[source_key])
+            source, build_options = builds[source_key]
+            source_hash = text_hash(source + "\0" + " ".join(build_options) if build_options else source)
             for result in self.worker.measure_group(group, options.timeout):
                 config = result["config"]
                 record = Record(config, result["status"], result.get("time"), result.get("times", []),

@@ -8,8 +8,6 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-import numpy as np
-
 
 def classify(exc: BaseException) -> str:
     """The status of a failed measurement, from the exception that ended it."""
@@ -33,20 +31,15 @@ def classify(exc: BaseException) -> str:
 def worker_main(conn, setup: dict) -> None:
     """Entry point of the worker process (multiprocessing, 'spawn')."""
     try:
-        import imagecl
-        from imagecl.runtime import launcher
         from imagecl.runtime.devices import _all_devices
-        from imagecl.runtime.session import Session
 
-        from .buildcache import BuildCache, build_key
+        from .buildcache import BuildCache
+        from .target import make_runner
 
         device = _all_devices()[setup["device_index"]]
-        program = imagecl.compile(setup["source"], setup["filename"])
-        session = Session(program, setup["arguments"], device)
-        reference = session.time(program.plan(None), repeats=0, warmup=1).outputs
-        session.set_reference(reference)
+        runner = make_runner(setup, device)
         cache = BuildCache(setup["cache_dir"]) if setup.get("cache_dir") else None
-        conn.send({"ready": True, "naive_outputs": {k: v.shape for k, v in reference.items()}})
+        conn.send({"ready": True})
     except Exception as exc:  # noqa: BLE001 - report anything that stops the worker from starting
         conn.send({"ready": False, "error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()})
         return
@@ -62,46 +55,52 @@ def worker_main(conn, setup: dict) -> None:
             return
         # a group of configurations (one source, many launches); one result is sent per configuration
         for config in message["configs"]:
-            result = _measure_one(config, program, device, session, cache, repeats, max_repeats, max_spread,
-                                  setup, best)
+            result = _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best)
             if result.get("time") is not None:
                 best = min(best, result["time"])
             conn.send(result)
 
 
-def _measure_one(config, program, device, session, cache, repeats, max_repeats, max_spread, setup,
-                 best: float) -> dict:
+def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best: float) -> dict:
     import imagecl
     from imagecl.runtime import launcher
 
     from .buildcache import build_key
 
     result: dict[str, Any] = {"config": config}
+    key, cached = None, False
     try:
-        plan = program.plan(config, device)
-        source = program.source_of(plan)
-        result["source"] = source
+        source, options = runner.build_input(config)
         if cache is not None:
-            key = build_key(source, (), device.name.strip(), device.driver_version.strip())
+            key = build_key(source, options, device.name.strip(), device.driver_version.strip())
             binary = cache.get(key)
             error = cache.error(key)
             if error is not None:
-                raise imagecl.BuildError("the OpenCL compiler rejected the generated kernel", error, source)
+                cached = True
+                raise imagecl.BuildError("the OpenCL compiler rejected the kernel", error, source)
             if binary is not None:
-                launcher.preload(device, source, binary)
+                cached = launcher.preload(device, source, binary, options)
         # a variant whose checked launch is over 4x slower than the best so far is not a contender:
         # that launch is its one measurement (repeating it would only cost time)
-        timing = session.time(plan, repeats=repeats, verify=True, read_outputs=False,
-                              max_seconds=min(setup.get("max_seconds", 2.0), 4 * best))
+        timing = runner.time(config, repeats=repeats, verify=True, read_outputs=False,
+                             max_seconds=min(setup.get("max_seconds", 2.0), 4 * best))
         if timing.problem:
             result.update(status="wrong_output", error=timing.problem, time=None)
             return result
         # more repeats while the spread stays large (noisy device, or a first-touch effect)
         while timing.spread > max_spread and len(timing.times) < max_repeats and sum(timing.times) < 1.0:
-            extra = session.time(plan, repeats=repeats, warmup=1, read_outputs=False)
+            extra = runner.time(config, repeats=repeats, warmup=1, read_outputs=False)
             timing.times.extend(extra.times)
-        result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok", verified=True)
+        result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok",
+                      verified=bool(setup.get("verify", True)))
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run
         result.update(status=classify(exc), error=str(exc)[:4000], time=None)
-    result.pop("source", None)
+        if key is not None and not cached and isinstance(exc, imagecl.BuildError):
+            cache.put_error(key, exc.log or str(exc))  # the compiler's verdict, for later runs
+            cached = True
+    if key is not None and not cached:
+        # built here (not ahead): keep the binary, so a later run or a restarted worker skips the build
+        binary = launcher.binary_of(device, source, options)
+        if binary is not None:
+            cache.put(key, binary)
     return result

@@ -33,7 +33,7 @@ def build(device, source: str, options: Sequence[str] = ()):
         except cl.Error as exc:
             log = _build_log(exc, device)
             raise BuildError(
-                f"the OpenCL compiler of '{device.name.strip()}' rejected the generated kernel", log, source
+                f"the OpenCL compiler of '{device.name.strip()}' rejected the kernel", log, source
             ) from None
         _BUILT[key] = program
         return program
@@ -57,6 +57,20 @@ def preload(device, source: str, binary: bytes, options: Sequence[str] = ()) -> 
             return False
         _BUILT[key] = program
         return True
+
+
+def binary_of(device, source: str, options: Sequence[str] = ()) -> Optional[bytes]:
+    """The binary of `source` if this process has built it (for the on-disk build cache)."""
+    import pyopencl as cl
+
+    context, _ = context_and_queue(device)
+    program = _BUILT.get((id(context), source, tuple(options)))
+    if program is None:
+        return None
+    try:
+        return bytes(program.get_info(cl.program_info.BINARIES)[0])
+    except cl.Error:
+        return None
 
 
 def _build_log(exc, device) -> str:

@@ -1,0 +1,556 @@
+"""Tuning a hand-written, parameterised OpenCL kernel from Python, as CLTune does.
+
+    k = TunableKernel("matmul.cl", "gemm", global_size=(N, N), local_size=(1, 1))
+    k.add_parameter("TS", [8, 16, 32])
+    k.add_parameter("WPT", [1, 2, 4])
+    k.add_constraint(lambda TS, WPT: TS % WPT == 0)
+    k.mul_local_size(["TS", "TS"]); k.div_local_size([1, "WPT"])
+    k.set_arguments([np.int32(N), a, b, Output(c)])
+    k.set_reference({3: a @ b})                       # or set_reference_kernel(...)
+    result = k.tune(device="cpu", strategy="ml", budget=50, store="gemm.db")
+    result.best_config, result.best_time, result.source, result.global_size, result.local_size
+
+Parameters reach the kernel as `-D NAME=value` build options. Measuring goes through the same
+engine as `.icl` programs (engine.py: build cache and parallel builds, a worker process with a
+watchdog, classified failures, the resumable SQLite store) and every strategy of strategies.py,
+the ML tuner included, searches the space through live.LiveProblem.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import inspect
+import json
+import keyword
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from ..errors import ArgumentError, ConfigError, ImageCLError, suggestion_suffix
+from .clsig import kernel_signatures
+from .kernelrun import build_input
+from .kernelspace import SizeRules, UserConstraint, build_kernel_space, explain_empty
+from .store import RunKey, text_hash
+from .target import Target
+
+_DTYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"}
+_SAFE_BUILTINS = {"min": min, "max": max, "abs": abs, "int": int, "bool": bool, "round": round, "divmod": divmod}
+
+
+@dataclass
+class Output:
+    """Marks an array argument the kernel writes (and does not read): poisoned before every
+    verified launch, compared with the reference after it."""
+
+    array: np.ndarray
+
+
+@dataclass
+class InOut:
+    """Marks an array argument the kernel reads and writes: given its initial data again before
+    every launch, compared with the reference."""
+
+    array: np.ndarray
+
+
+class KernelError(ImageCLError):
+    """A mistake in a TunableKernel's description (parameters, sizes, arguments, reference)."""
+
+
+def _read_source(source_or_path: Union[str, os.PathLike]) -> tuple[str, str]:
+    """(source text, a name for messages) from OpenCL source text or a path to it."""
+    if isinstance(source_or_path, os.PathLike) or (isinstance(source_or_path, str) and "\n" not in source_or_path
+                                                   and "(" not in source_or_path):
+        path = Path(source_or_path)
+        try:
+            return path.read_text(), str(path)
+        except FileNotFoundError:
+            raise KernelError(f"{path}: no such file (pass OpenCL source text or the path of a .cl file)") from None
+        except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+            raise KernelError(f"{path}: cannot read the kernel ({type(exc).__name__})") from None
+    if not isinstance(source_or_path, str):
+        raise KernelError(f"the kernel is OpenCL source text or a path, not {type(source_or_path).__name__}")
+    return source_or_path, "<string>"
+
+
+def _sizes(value: Any, what: str) -> tuple[int, ...]:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        sizes = tuple(value)
+    except TypeError:
+        raise KernelError(f"{what} is a tuple of 1 to 3 positive integers, not {value!r}") from None
+    if not 1 <= len(sizes) <= 3 or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1
+                                       for s in sizes):
+        raise KernelError(f"{what} is a tuple of 1 to 3 positive integers, got {value!r}")
+    return tuple(int(s) for s in sizes)
+
+
+class KernelTarget(Target):
+    """A TunableKernel bound to a device: what the measurement engine needs (target.py)."""
+
+    def __init__(self, kernel: "TunableKernel", device) -> None:
+        from ..space import DeviceLimits
+
+        self.kernel = kernel
+        self.device = device
+        self.verify = True  # False: variants are timed, not checked against the reference
+        self.space = kernel._space(DeviceLimits.of(device))
+        self.run = RunKey(kernel.run_hash(), kernel.kernel_name, device.name.strip(), device.driver_version.strip(),
+                          "x".join(str(s) for s in kernel.rules.global_base))
+
+    def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
+        return build_input(self.kernel.source, self.kernel.build_options, self.kernel._defines(), config)
+
+    def worker_setup(self) -> dict:
+        k = self.kernel
+        return {"kind": "kernel", "source": k.source, "kernel_name": k.kernel_name, "build_options": k.build_options,
+                "defines": k._defines(), "rules": k.rules, "arguments": k._arguments,
+                "reference": k._reference if self.verify else None, "verify": self.verify,
+                "tolerance": k.tolerance}
+
+
+@dataclass
+class KernelTuneResult:
+    """The outcome of `TunableKernel.tune`."""
+
+    kernel_name: str
+    best_config: dict[str, int]
+    best_time: float  # seconds, median of the verified timed launches
+    source: str  # the kernel with the best configuration as #defines: builds with no options
+    build_options: list[str]  # the same configuration as build options (and the user's options)
+    global_size: tuple[int, ...]
+    local_size: Optional[tuple[int, ...]]
+    evaluations: int
+    strategy: str
+    device: str
+    statuses: dict[str, int] = field(default_factory=dict)  # over every stored measurement of this run
+    errors: dict[str, str] = field(default_factory=dict)  # one example message per failure status
+    history: list[tuple[dict, Optional[float]]] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel_name, "config": self.best_config, "time": self.best_time,
+                "global_size": list(self.global_size),
+                "local_size": None if self.local_size is None else list(self.local_size),
+                "build_options": self.build_options, "evaluations": self.evaluations, "strategy": self.strategy,
+                "device": self.device, "statuses": self.statuses}
+
+    def save(self, directory: Union[str, os.PathLike]) -> tuple[Path, Path]:
+        """Write <kernel>.cl (the source with the #defines) and <kernel>.json (sizes, configuration)."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        cl_path, json_path = out / f"{self.kernel_name}.cl", out / f"{self.kernel_name}.json"
+        cl_path.write_text(self.source)
+        json_path.write_text(json.dumps({**self.to_json(), "source": cl_path.name}, indent=2) + "\n")
+        return cl_path, json_path
+
+
+class TunableKernel:
+    """A hand-written OpenCL kernel with tuning parameters (see the module docstring)."""
+
+    def __init__(self, source: Union[str, os.PathLike], kernel_name: str, global_size: Any,
+                 local_size: Any = None, build_options: Sequence[str] = ()) -> None:
+        self.source, self.filename = _read_source(source)
+        self.kernel_name = str(kernel_name)
+        self.signatures = kernel_signatures(self.source)
+        if self.signatures and self.kernel_name not in self.signatures:
+            raise KernelError(f"{self.filename} has no kernel named '{kernel_name}'"
+                              + suggestion_suffix(self.kernel_name, self.signatures)
+                              + f" (kernels: {', '.join(self.signatures)})")
+        glob = _sizes(global_size, "global_size")
+        local = None if local_size is None else _sizes(local_size, "local_size")
+        if local is not None and len(local) != len(glob):
+            raise KernelError(f"local_size {local} and global_size {glob} have different numbers of dimensions")
+        if isinstance(build_options, str):
+            build_options = build_options.split()
+        self.build_options = [str(o) for o in build_options]
+        self.rules = SizeRules(glob, local)
+        self.parameters: list[tuple[str, list[int], bool]] = []
+        self.constraints: list[UserConstraint] = []
+        self.local_memory: Optional[UserConstraint] = None
+        self._arguments: Optional[list[dict]] = None
+        self._reference: Optional[dict] = None
+        self.tolerance = 1e-4
+
+    # ---- the space -------------------------------------------------------------------------------
+    @property
+    def parameter_names(self) -> list[str]:
+        return [p[0] for p in self.parameters]
+
+    def add_parameter(self, name: str, values: Sequence[int], define: bool = True) -> None:
+        """A tuning parameter; with `define` (the default) the kernel sees it as the macro NAME,
+        else it only shapes the launch sizes (and configurations differing in it share a build)."""
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise KernelError(f"a parameter's name must be a C identifier, got {name!r}")
+        if name in self.parameter_names:
+            raise KernelError(f"parameter '{name}' is defined twice")
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise KernelError(f"parameter '{name}' needs a list of integer values, got {values!r}")
+        values = list(values)
+        if not values:
+            raise KernelError(f"parameter '{name}' has no values")
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise KernelError(f"parameter '{name}': values are integers, got {v!r}")
+        if len(set(int(v) for v in values)) != len(values):
+            raise KernelError(f"parameter '{name}' lists a value twice: {values}")
+        self.parameters.append((name, [int(v) for v in values], bool(define)))
+
+    def _names_of(self, fn: Callable, names: Optional[Sequence[str]], what: str) -> tuple[str, ...]:
+        if names is None:
+            try:
+                sig = inspect.signature(fn)
+            except (TypeError, ValueError):
+                raise KernelError(f"{what}: pass the parameter names it takes (names=[...])") from None
+            names = list(sig.parameters)
+        if isinstance(names, str):
+            names = [names]
+        for n in names:
+            if n not in self.parameter_names:
+                raise KernelError(f"{what} uses '{n}', which is not a parameter"
+                                  + suggestion_suffix(str(n), self.parameter_names)
+                                  + " (add_parameter it first)")
+        try:
+            inspect.signature(fn).bind(*names)
+        except TypeError:
+            raise KernelError(f"{what} cannot be called with the {len(names)} values of {list(names)}") from None
+        except ValueError:
+            pass  # a builtin without a signature: tried when the space is built
+        return tuple(names)
+
+    def add_constraint(self, constraint: Union[Callable[..., bool], str], names: Optional[Sequence[str]] = None,
+                       description: Optional[str] = None) -> None:
+        """A condition every configuration must meet: a function of parameters (named by its
+        arguments, or by `names` as in CLTune's AddConstraint), or an expression string such as
+        "TS % WPT == 0"."""
+        if isinstance(constraint, str):
+            fn, names, text = self._expression(constraint)
+            description = description or text
+        elif callable(constraint):
+            fn = constraint
+            description = description or _describe(constraint)
+        else:
+            raise KernelError(f"a constraint is a function or an expression string, not {type(constraint).__name__}")
+        names = self._names_of(fn, names, f"constraint '{description}'")
+        self.constraints.append(UserConstraint(fn, names, description))
+
+    def _expression(self, text: str) -> tuple[Callable, list[str], str]:
+        try:
+            tree = ast.parse(text, mode="eval")
+        except SyntaxError as exc:
+            raise KernelError(f"constraint {text!r} is not a Python expression: {exc.msg}") from None
+        used = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(_SAFE_BUILTINS))
+        for n in used:
+            if n not in self.parameter_names:
+                raise KernelError(f"constraint {text!r} uses '{n}', which is not a parameter"
+                                  + suggestion_suffix(n, self.parameter_names))
+        code = compile(tree, "<constraint>", "eval")
+
+        def fn(*values):
+            return eval(code, {"__builtins__": _SAFE_BUILTINS}, dict(zip(used, values)))  # noqa: S307
+        return fn, used, text
+
+    def set_local_memory_usage(self, bytes_of: Callable[..., int], names: Optional[Sequence[str]] = None) -> None:
+        """How many bytes of local memory a configuration uses; configurations over the device's
+        local memory are rejected statically (CLTune's SetLocalMemoryUsage)."""
+        if not callable(bytes_of):
+            raise KernelError("set_local_memory_usage needs a function of parameters returning bytes")
+        names = self._names_of(bytes_of, names, "the local memory function")
+        self.local_memory = UserConstraint(bytes_of, names, _describe(bytes_of))
+
+    def _size_op(self, which: str, op: str, factors: Sequence[Union[str, int]]) -> None:
+        what = f"{op}_{which}_size"
+        if which == "local" and self.rules.local_base is None:
+            raise KernelError(f"{what}: the kernel has no local_size (pass local_size=(1, ...) to multiply it)")
+        if isinstance(factors, (str, int)):
+            factors = [factors]
+        factors = list(factors)
+        if len(factors) != self.rules.dims:
+            raise KernelError(f"{what} needs {self.rules.dims} factors (one per dimension), got {factors}")
+        for f in factors:
+            if isinstance(f, str):
+                if f not in self.parameter_names:
+                    raise KernelError(f"{what}: '{f}' is not a parameter" + suggestion_suffix(f, self.parameter_names))
+            elif isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < 1:
+                raise KernelError(f"{what}: a factor is a parameter name or a positive integer, got {f!r}")
+        self.rules.ops.append((which, op, tuple(f if isinstance(f, str) else int(f) for f in factors)))
+
+    def mul_global_size(self, factors: Sequence[Union[str, int]]) -> None:
+        self._size_op("global", "mul", factors)
+
+    def div_global_size(self, factors: Sequence[Union[str, int]]) -> None:
+        self._size_op("global", "div", factors)
+
+    def mul_local_size(self, factors: Sequence[Union[str, int]]) -> None:
+        self._size_op("local", "mul", factors)
+
+    def div_local_size(self, factors: Sequence[Union[str, int]]) -> None:
+        self._size_op("local", "div", factors)
+
+    def _defines(self) -> list[str]:
+        return [name for name, _, define in self.parameters if define]
+
+    def _space(self, limits):
+        return build_kernel_space(self.parameters, self.constraints, self.rules, limits, self.local_memory)
+
+    def space(self, device: Any = None):
+        """The tuning space on `device` (an imagecl.space.Space: describe(), count_valid(), ...)."""
+        from ..runtime.devices import select_device
+        from ..space import DeviceLimits
+
+        return self._space(DeviceLimits.of(select_device(device)))
+
+    def sizes(self, config: Mapping[str, int]) -> tuple[tuple[int, ...], Optional[tuple[int, ...]]]:
+        """(global size, local size) of a configuration."""
+        return self.rules.sizes({**{n: v[0] for n, v, _ in self.parameters}, **dict(config)})
+
+    def source_for(self, config: Mapping[str, int]) -> str:
+        """The kernel with `config` as #define lines: builds with the user's options alone."""
+        lines = [f"#define {n} {int(config[n])}" for n in self._defines()]
+        return "\n".join(lines + [self.source])
+
+    # ---- arguments and reference -------------------------------------------------------------------
+    def set_arguments(self, arguments: Sequence[Any]) -> None:
+        """The kernel's arguments in order: NumPy arrays (buffers; wrap outputs in Output or
+        InOut) and NumPy scalars (np.int32(n), np.float32(x): passed by value)."""
+        if isinstance(arguments, (np.ndarray, str)) or not hasattr(arguments, "__iter__"):
+            raise ArgumentError("set_arguments takes a list of the kernel's arguments")
+        arguments = list(arguments)
+        params = self.signatures.get(self.kernel_name)
+        if params is not None and len(params) != len(arguments):
+            raise ArgumentError(f"kernel '{self.kernel_name}' takes {len(params)} arguments, {len(arguments)} given")
+        out = []
+        for i, value in enumerate(arguments):
+            role = "out" if isinstance(value, Output) else "inout" if isinstance(value, InOut) else "in"
+            if role != "in":
+                value = value.array
+            param = params[i] if params is not None else None
+            where = f"argument {i}" + (f" ({param.text})" if param else "")
+            if isinstance(value, np.ndarray):
+                if value.dtype.name not in _DTYPES:
+                    raise ArgumentError(f"{where}: arrays of {value.dtype} are not supported "
+                                        f"(use one of {', '.join(sorted(_DTYPES))})")
+                if value.size == 0:
+                    raise ArgumentError(f"{where}: the array is empty")
+                if param is not None and not param.pointer:
+                    raise ArgumentError(f"{where}: the kernel takes a value here, not an array")
+                if param is not None and param.element and param.element != value.dtype.name:
+                    raise ArgumentError(f"{where}: the kernel reads {param.element} elements, the array holds "
+                                        f"{value.dtype} (convert with .astype(np.{param.element}))")
+                if param is not None and role != "in" and (param.const or param.address == "constant"):
+                    raise ArgumentError(f"{where} is marked {role} but the kernel declares it read-only")
+                out.append({"kind": "array", "data": np.ascontiguousarray(value).copy(), "role": role})
+            elif isinstance(value, np.generic) and not isinstance(value, np.bool_):
+                if role != "in":
+                    raise ArgumentError(f"{where}: only arrays can be outputs")
+                if param is not None and param.pointer:
+                    raise ArgumentError(f"{where}: the kernel takes a buffer here, not a scalar")
+                if param is not None and param.element and param.element != value.dtype.name:
+                    raise ArgumentError(f"{where}: the kernel takes {param.element}, got {value.dtype} "
+                                        f"(pass np.{param.element}(...))")
+                out.append({"kind": "scalar", "value": value})
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                raise ArgumentError(f"{where}: a Python {type(value).__name__} does not say its C type; pass a "
+                                    f"NumPy scalar such as np.int32({value!r}) or np.float32({value!r})")
+            else:
+                raise ArgumentError(f"{where}: expected a NumPy array or scalar, got {type(value).__name__}")
+        self._arguments = out
+        self._reference = None  # a reference is given by argument index: set it again for these arguments
+
+    def _array_argument(self, index: Any, what: str) -> dict:
+        if self._arguments is None:
+            raise ArgumentError(f"{what}: call set_arguments first")
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(self._arguments):
+            raise ArgumentError(f"{what}: {index!r} is not an argument index (0..{len(self._arguments) - 1})")
+        arg = self._arguments[index]
+        if arg["kind"] != "array":
+            raise ArgumentError(f"{what}: argument {index} is a scalar, not an array")
+        return arg
+
+    def set_reference(self, outputs: Mapping[int, np.ndarray], tolerance: float = 1e-4) -> None:
+        """Expected contents of output arguments, by argument index. An argument not marked
+        Output/InOut becomes an Output. Floats match within `tolerance` (relative to the largest
+        expected value, at least 1); integers exactly."""
+        self._check_tolerance(tolerance)
+        if not isinstance(outputs, Mapping) or not outputs:
+            raise ArgumentError("set_reference takes {argument index: expected array}")
+        checked = {}
+        for index, expected in outputs.items():
+            arg = self._array_argument(index, "set_reference")
+            data = arg["data"]
+            expected = np.asarray(expected)
+            if expected.size != data.size:
+                raise ArgumentError(f"the reference of argument {index} has {expected.size} elements, the argument "
+                                    f"{data.size}")
+            converted = expected.astype(data.dtype).reshape(data.shape)
+            if data.dtype.kind != "f" and not np.array_equal(converted, expected.reshape(data.shape)):
+                raise ArgumentError(f"the reference of argument {index} does not fit its dtype {data.dtype}")
+            if arg["role"] == "in":
+                arg["role"] = "out"
+            checked[int(index)] = converted
+        self._reference = {"outputs": checked}
+        self.tolerance = float(tolerance)
+
+    def set_reference_kernel(self, source: Union[str, os.PathLike], kernel_name: str, global_size: Any,
+                             local_size: Any = None, defines: Optional[Mapping[str, int]] = None,
+                             build_options: Sequence[str] = (), tolerance: float = 1e-4) -> None:
+        """A reference kernel (CLTune's SetReference), run once on the same arguments: every
+        Output/InOut argument it leaves must be reproduced by each variant."""
+        self._check_tolerance(tolerance)
+        text, name = _read_source(source)
+        sigs = kernel_signatures(text)
+        if sigs and kernel_name not in sigs:
+            raise KernelError(f"{name} has no kernel named '{kernel_name}'" + suggestion_suffix(kernel_name, sigs))
+        glob = _sizes(global_size, "the reference's global_size")
+        local = None if local_size is None else _sizes(local_size, "the reference's local_size")
+        if local is not None and (len(local) != len(glob) or any(g % v for g, v in zip(glob, local))):
+            raise KernelError(f"the reference's local_size {local} does not divide its global_size {glob}")
+        if self._arguments is None:
+            raise ArgumentError("set_reference_kernel: call set_arguments first")
+        if not any(a["kind"] == "array" and a["role"] != "in" for a in self._arguments):
+            raise ArgumentError("set_reference_kernel: mark the kernel's outputs with Output(...) or InOut(...) "
+                                "in set_arguments")
+        options = [str(o) for o in (build_options.split() if isinstance(build_options, str) else build_options)]
+        options += [f"-D{k}={int(v)}" for k, v in (defines or {}).items()]
+        self._reference = {"kernel": {"source": text, "kernel_name": str(kernel_name), "options": tuple(options),
+                                      "global": glob, "local": local}}
+        self.tolerance = float(tolerance)
+
+    @staticmethod
+    def _check_tolerance(tolerance: float) -> None:
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
+            raise ArgumentError(f"tolerance is a number in [0, 1), got {tolerance!r}")
+
+    def _reference_hash(self) -> Optional[str]:
+        ref = self._reference
+        if ref is None:
+            return None
+        if "outputs" in ref:
+            h = hashlib.sha256()
+            for i, r in sorted(ref["outputs"].items()):
+                h.update(f"{i}:{r.dtype}:{r.shape}".encode())
+                h.update(np.ascontiguousarray(r).tobytes())
+            return h.hexdigest()[:16]
+        return text_hash(json.dumps(ref["kernel"], default=str))
+
+    def run_hash(self) -> str:
+        """What makes measurements of this kernel comparable: source, options, sizes, arguments and
+        the reference (a corrected reference must not reuse verdicts on the old one)."""
+        args = [{"kind": a["kind"], "role": a.get("role"),
+                 "dtype": str(a["data"].dtype if a["kind"] == "array" else a["value"].dtype),
+                 "shape": list(a["data"].shape) if a["kind"] == "array" else None,
+                 "value": a["value"].item() if a["kind"] == "scalar" else None} for a in self._arguments or []]
+        return text_hash(json.dumps({"source": self.source, "kernel": self.kernel_name, "options": self.build_options,
+                                     "defines": self._defines(), "global": self.rules.global_base,
+                                     "local": self.rules.local_base, "ops": self.rules.ops, "args": args,
+                                     "reference": self._reference_hash(), "tolerance": self.tolerance},
+                                    default=str))
+
+    # ---- tuning ------------------------------------------------------------------------------------
+    def target(self, device: Any = None) -> KernelTarget:
+        """This kernel on a device, for the measurement engine (engine.Measurer)."""
+        from ..runtime.devices import select_device
+
+        if self._arguments is None:
+            raise ArgumentError("call set_arguments before tuning")
+        return KernelTarget(self, select_device(device))
+
+    def tune(self, device: Any = None, strategy: Union[str, Callable] = "ml", budget: Optional[int] = None,
+             store: Union[str, os.PathLike, None] = None, seed: int = 0, timeout: float = 60.0, repeats: int = 3,
+             verify: bool = True, strategy_options: Optional[Mapping[str, Any]] = None,
+             progress: Optional[Callable[[dict, Optional[float]], None]] = None) -> KernelTuneResult:
+        """Search the space with `strategy` (ml, random, annealing, pso, exhaustive) measuring at
+        most `budget` configurations (default: every valid one for exhaustive, else min(100, all)).
+        Measurements go to the SQLite `store` (a temporary one if None): a rerun with the same
+        store measures nothing twice."""
+        from .engine import MeasureOptions, Measurer
+        from .live import LiveProblem
+        from .simulate import SimulationError, check_options, resolve_strategy
+        from .store import Store
+
+        if self._reference is None and verify:
+            raise ArgumentError("no reference to verify the variants against: call set_reference(...) or "
+                                "set_reference_kernel(...), or pass verify=False to time unverified variants")
+        try:
+            name, fn = resolve_strategy(strategy)
+            check_options(name, fn, dict(strategy_options or {}))
+        except SimulationError as exc:
+            raise ArgumentError(str(exc)) from None
+        target = self.target(device)
+        if not verify:  # unverified measurements are kept apart from verified ones
+            target.run = dataclasses.replace(target.run, program_hash=text_hash(target.run.program_hash + ":unverified"))
+        space = target.space
+        valid = space.count_valid()
+        if valid == 0:
+            raise ConfigError(f"no configuration of '{self.kernel_name}' is valid on {space.limits.name}:\n"
+                              + explain_empty(space))
+        if budget is None:
+            budget = valid if name == "exhaustive" else min(100, valid)
+        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+            raise ArgumentError(f"budget is a positive number of configurations, got {budget!r}")
+        target.verify = verify
+        temp = tempfile.TemporaryDirectory(prefix="imagecl-kernel-") if store is None else None
+        db = Path(temp.name) / "measurements.db" if temp else Path(store)
+        try:
+            with Store(db) as results, Measurer(target, None, results, options=MeasureOptions(
+                    timeout=timeout, repeats=repeats, prebuild=False)) as measurer:
+                if not self.parameters:
+                    measurer.measure([{}])
+                    record = next(iter(measurer.stored().values()))
+                    history = [({}, record.time)]
+                    best_config, best_time, evaluations, info = ({}, record.time, 1, {})
+                else:
+                    problem = LiveProblem(space, measurer, on_measure=progress)
+                    outcome = fn(problem, int(budget), np.random.default_rng(seed), **dict(strategy_options or {}))
+                    history, best_config, best_time = outcome.history, outcome.best_config, outcome.best_time
+                    evaluations, info = outcome.evaluations, outcome.info
+                records = list(results.records(target.run))
+        finally:
+            if temp is not None:
+                temp.cleanup()
+        statuses: dict[str, int] = {}
+        errors: dict[str, str] = {}
+        for r in records:
+            statuses[r.status] = statuses.get(r.status, 0) + 1
+            if r.error and r.status not in errors:
+                errors[r.status] = r.error
+        if best_config is None or best_time is None:
+            hint = ""
+            if statuses.get("wrong_output") and any(a.get("role") == "out" for a in self._arguments or []):
+                hint = ("\nnote: outputs are poisoned before each checked launch; an argument the kernel also reads "
+                        "must be marked InOut(...)")
+            shown = "\n".join(f"  {s}: {' '.join(e.split())[:400]}" for s, e in errors.items())
+            raise ImageCLError(f"no configuration of '{self.kernel_name}' ran correctly ({statuses}):\n{shown}{hint}")
+        full = space.complete(best_config)
+        glob, local = target.kernel.rules.sizes(full)
+        options = list(self.build_options) + [f"-D{n}={full[n]}" for n in self._defines()]
+        return KernelTuneResult(self.kernel_name, full, best_time, self.source_for(full), options, glob, local,
+                                evaluations, name, target.device.name.strip(), statuses, errors,
+                                [(dict(c), t) for c, t in history], dict(info))
+
+
+def _describe(fn: Callable) -> str:
+    """A constraint's text for messages: its lambda's source when it can be read."""
+    try:
+        text = inspect.getsource(fn).strip()
+    except (OSError, TypeError):
+        return getattr(fn, "__name__", "constraint")
+    if "lambda" in text:
+        text = text[text.index("lambda"):]
+        depth, body = 0, text.index(":")
+        for i, ch in enumerate(text):  # cut at the end of the lambda (a closing bracket or comma outside it)
+            depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(ch, 0)
+            if depth < 0 or (depth == 0 and ch == "," and i > body):
+                text = text[:i]
+                break
+        return text.strip()
+    return getattr(fn, "__name__", "constraint")
+
+
+__all__ = ["TunableKernel", "KernelTuneResult", "KernelTarget", "Output", "InOut", "KernelError"]

@@ -1,0 +1,111 @@
+"""What the measurement engine tunes: an `.icl` program, or a hand-written OpenCL kernel.
+
+The engine (engine.py) and its worker (worker.py) only need, from a target:
+
+* in the parent process: its tuning space (an `imagecl.space.Space`), the store's run key, the
+  OpenCL source and build options of a configuration (to group configurations that share a build
+  and to build them ahead, in parallel), and a picklable setup message for the worker;
+* in the worker process: a *runner* made from that setup, which builds, launches, times and
+  verifies one configuration (`Runner.time`, returning a `session.Timing`).
+
+`ProgramTarget` / `ProgramRunner` are the `.icl` side; tuner/kernel.py and tuner/kernelrun.py
+the hand-written one. Everything else (store, build cache, watchdog, failure classification,
+repeats, strategies) is shared.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Protocol
+
+from ..space import Space
+from .store import RunKey, text_hash
+
+
+class Target:
+    """Base class of the engine's targets (see the module docstring)."""
+
+    device: Any
+    space: Space
+    run: RunKey
+
+    def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
+        """The OpenCL source and build options of a full, valid configuration."""
+        raise NotImplementedError
+
+    def worker_setup(self) -> dict:
+        """Everything a worker process needs to make this target's runner (picklable); its
+        'kind' names the runner (see `make_runner`)."""
+        raise NotImplementedError
+
+
+class Runner(Protocol):
+    def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]: ...
+
+    def time(self, config: Mapping[str, int], repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
+             max_seconds: Optional[float] = None, verify: bool = False): ...
+
+
+def run_key(program, device, grid_shape: tuple[int, ...]) -> RunKey:
+    size = "x".join(str(s) for s in reversed(grid_shape))
+    return RunKey(text_hash(program.info.unit.source), program.name, device.name.strip(),
+                  device.driver_version.strip(), size)
+
+
+class ProgramTarget(Target):
+    """An `.icl` program on one set of arguments; the reference is its naive variant."""
+
+    def __init__(self, program, arguments: Mapping[str, Any], device) -> None:
+        from ..runtime.arguments import prepare
+
+        self.program = program
+        self.device = device
+        self.prepared = prepare(program.info, dict(arguments))
+        self.run = run_key(program, device, self.prepared.grid_shape)
+        self.space = program.space_for(device, self.prepared.grid_shape)
+
+    def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
+        return self.program.source_of(self.program.plan(dict(config), self.device)), ()
+
+    def worker_setup(self) -> dict:
+        return {"kind": "icl", "source": self.program.info.unit.source, "filename": self.program.filename,
+                "arguments": self.prepared.arrays | self.prepared.scalars}
+
+
+class ProgramRunner:
+    """The worker side of a ProgramTarget: a Session whose reference is the naive variant."""
+
+    def __init__(self, setup: dict, device) -> None:
+        import imagecl
+        from imagecl.runtime.session import Session
+
+        self.program = imagecl.compile(setup["source"], setup["filename"])
+        self.device = device
+        self.session = Session(self.program, setup["arguments"], device)
+        reference = self.session.time(self.program.plan(None), repeats=0, warmup=1).outputs
+        self.session.set_reference(reference)
+        self._plans: dict = {}
+
+    def _plan(self, config: Mapping[str, int]):
+        key = tuple(sorted(config.items()))
+        if key not in self._plans:
+            self._plans = {key: self.program.plan(dict(config), self.device)}  # one at a time is enough
+        return self._plans[key]
+
+    def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
+        return self.program.source_of(self._plan(config)), ()
+
+    def time(self, config: Mapping[str, int], repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
+             max_seconds: Optional[float] = None, verify: bool = False):
+        return self.session.time(self._plan(config), repeats=repeats, warmup=warmup, read_outputs=read_outputs,
+                                 max_seconds=max_seconds, verify=verify)
+
+
+def make_runner(setup: dict, device) -> Runner:
+    """The runner for a worker's setup message."""
+    kind = setup.get("kind", "icl")
+    if kind == "icl":
+        return ProgramRunner(setup, device)
+    if kind == "kernel":
+        from .kernelrun import KernelRunner
+
+        return KernelRunner(setup, device)
+    raise ValueError(f"unknown target kind '{kind}'")
