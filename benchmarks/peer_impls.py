@@ -43,7 +43,16 @@ class Peer:
         return None
 
     def version(self) -> str:
-        return str(getattr(importlib.import_module(self.module), "__version__", "?"))
+        top = self.module.split(".")[0]
+        version = getattr(importlib.import_module(top), "__version__", None)
+        if version is None:
+            from importlib import metadata
+
+            try:
+                version = metadata.version(top)
+            except metadata.PackageNotFoundError:
+                version = "?"
+        return str(version)
 
     def prepare(self, workload: Workload, args: dict) -> PeerRun:
         raise NotImplementedError

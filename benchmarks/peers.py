@@ -185,7 +185,8 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, retune: 
 
 
 def imagecl_side(workload: Workload, args: dict, device, store_path: Path, tune_seconds: float, retune: bool,
-                 repeats: int, max_seconds: float) -> dict:
+                 repeats: int, max_seconds: float) -> tuple[dict, dict]:
+    """Our record (naive and tuned times, the tuning) and the naive variant's outputs, the reference."""
     program = imagecl.compile(workload.source, f"<{workload.key}>")
     session = Session(program, args, device)
     naive = session.time(program.plan(None), repeats=repeats, max_seconds=max_seconds)
@@ -201,11 +202,15 @@ def imagecl_side(workload: Workload, args: dict, device, store_path: Path, tune_
     # the tuner's three fastest, timed again here as the naive variant was: one measurement is a
     # noisy pick on a busy machine; the fastest again is the tuned variant
     finalists = []
+    repeats = repeats if naive.median < 0.25 else 2  # slow kernels (big problems on a CPU): fewer launches
     for config in tuning["finalists"]:
         timing = session.time(program.plan(config, device), repeats=repeats, max_seconds=max_seconds, verify=True)
-        if timing.problem:
-            raise ImageCLError(f"{workload.key}: a tuned variant does not reproduce the naive one: {timing.problem}")
+        if timing.problem:  # the tuner verified it; should it differ now, it is left out, and said
+            record.setdefault("rejected", []).append({"config": config, "problem": timing.problem})
+            continue
         finalists.append((timing.median, timing.times, config))
+    if not finalists:
+        raise ImageCLError(f"{workload.key}: no tuned variant reproduces the naive one: {record['rejected']}")
     seconds, times, config = min(finalists, key=lambda f: f[0])
     record.update(tuned_seconds=seconds, tuned_times=times, config=config,
                   finalists_seconds=[f[0] for f in finalists])

@@ -91,9 +91,9 @@ def device_section(result: dict) -> str:
                                                          " (not installed)")
                          for name, meta in m["peers"].items())
              + ". Each is the median of repeated calls after a first call whose output was checked against ours. "
-             "In parentheses: the time as a multiple of the fastest peer's. "
-             "% copy: bytes read once and written once over the tuned time, as a share of the copy bandwidth "
-             "(memory-bound workloads only).",
+             "In parentheses: the time as a multiple of the fastest peer's and, for the memory-bound workloads, "
+             "the bytes read once and written once over that time as a share of the copy bandwidth "
+             "(% copy; the column of that name is the tuned variant's).",
              ""]
     header = ["workload", "size", "naive ms", "tuned ms", "tuned vs naive", "% copy"] + \
         [f"{p} ms" for p in peer_names] + ["tuned vs fastest peer", "targets"]
@@ -106,13 +106,19 @@ def device_section(result: dict) -> str:
             lines.append(f"| {r['title']} | {size} | " + " | ".join("-" for _ in header[2:-1]) + f" | {r['error']} |")
             continue
         ours = r["imagecl"]
+        for rejected in ours.get("rejected", []):
+            notes.append(f"{r['title']}, ImageCL: a tuned variant left out, its output differed when timed again: "
+                         f"{rejected['problem']}")
         peers = _ok_peers(r)
         fastest = min(peers.values()) if peers else None
 
         def rel(seconds):
             if seconds is None:
                 return "-"
-            return _ms(seconds) + (f" ({seconds / fastest:.2f}x)" if fastest else "")
+            parts = [f"{seconds / fastest:.2f}x"] if fastest else []
+            if r["memory_bound"]:
+                parts.append(f"{_percent_of_copy(r, seconds, bandwidth):.0f}% copy")
+            return _ms(seconds) + (f" ({', '.join(parts)})" if parts else "")
 
         tuned = ours.get("tuned_seconds")
         share = _percent_of_copy(r, tuned, bandwidth) if r["memory_bound"] else None
@@ -133,7 +139,8 @@ def device_section(result: dict) -> str:
         cells.append("; ".join(targets(result, r)))
         lines.append("| " + " | ".join(cells) + " |")
     if notes:
-        lines += ["", "Peers without a time, and why:", ""] + [f"- {n}" for n in _dedupe(notes)]
+        lines += ["", "Peers without a time (and variants left out), and why:", ""]
+        lines += [f"- {n}" for n in _dedupe(notes)]
     halide = [(r["title"], p["notes"]) for r in result["records"] for p in r.get("peers", [])
               if p.get("notes")]
     if halide:
