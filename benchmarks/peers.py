@@ -268,6 +268,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU peers' threads (default: the OpenCL CPU device's compute units)")
     parser.add_argument("--repeats", type=int, default=None, help="timed calls per measurement (default 10 GPU, 5 CPU)")
+    parser.add_argument("--note", default=None, help="a line for the report (the machine's state, say)")
     parser.add_argument("--tag", default=None,
                         help="results are peers-TAG.*; default the device (plus -quick), e.g. cpu-laptop")
     parser.add_argument("--halide-schedulers", default="Mullapudi2016,Adams2019",
@@ -355,7 +356,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device_kind": args.device,
               "machine": machine, "copy_bandwidth": bandwidth, "quick": args.quick,
               "command": "python benchmarks/peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
-              "tune_seconds": args.tune_seconds, "repeats": repeats, "records": records,
+              "tune_seconds": args.tune_seconds, "repeats": repeats, "records": records, "note": args.note,
               "seconds": time.time() - started}
     result["machine"]["load_average_after"] = list(os.getloadavg())
     import peers_report

@@ -80,6 +80,7 @@ def device_section(result: dict) -> str:
                 if kind == "nvidia" else f"; host CPU {m['cpu']}, {m['cpu_cores']} cores")
              + f"; load average {m['load_average'][0]:.1f} before, {m.get('load_average_after', [0])[0]:.1f} after.",
              "",
+             *([f"Note: {result['note']}", ""] if result.get("note") else []),
              f"Command: `{result['command']}` ({result['seconds']:.0f} s, tuning about {result['tune_seconds']:g} s "
              "per workload unless the store already held measurements).",
              "",
@@ -207,8 +208,12 @@ def section(results: Path) -> str:
              "Command (one per device, each on the machine it measures; it tunes every workload with the "
              "project's tuner, then times the naive and the tuned variant and every peer, checking each "
              "peer's output against ours first):", "",
-             "    python benchmarks/peers.py --device nvidia --tune-seconds 20",
-             "    python benchmarks/peers.py --device cpu --tune-seconds 12", "",
+             "    python benchmarks/peers.py --device nvidia --tune-seconds 20 --deadline-minutes 7.5",
+             "    python benchmarks/peers.py --device cpu --tune-seconds 15 --deadline-minutes 7.5", "",
+             "The tuning measurements are kept in `benchmarks/results/peers-tuning.db` (not in git): a rerun on "
+             "the same machine reuses them (`--retune` tunes again). Halide's wheel is not on the GPU host, so "
+             "the Halide comparison comes from a machine where it installs (its own run and table, both sides "
+             "on that machine and thread count).", "",
              "Raw results, Markdown tables and plots: `benchmarks/results/peers-<device>.{json,md,png}`.", ""]
     if not runs:
         lines.append("(No results yet.)")
