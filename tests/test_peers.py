@@ -111,3 +111,68 @@ def test_targets_say_when_missed():
     record["bytes"] = 8 * 10 ** 9
     assert peers_report.targets(result, record) == ["met: 2x faster than cupyx (3.00x)",
                                                     "met: >= 70% of copy bandwidth (80%)"]
+
+
+class _Event:
+    """A CUDA event stand-in: records the wall clock."""
+
+    def __init__(self, *args, **kwargs):
+        self.t = 0.0
+
+    def record(self):
+        import time
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1e3
+
+
+def _cupy_stand_in():
+    """NumPy and SciPy in CuPy's place: the CuPy peer's own code (its calls, boundary modes and
+    output arrays) runs without a GPU; cupyx.scipy.ndimage mirrors scipy.ndimage's interface."""
+    import types
+
+    from scipy import ndimage
+
+    cupy = types.ModuleType("cupy")
+    cupy.asarray, cupy.asnumpy, cupy.empty_like = np.asarray, np.asarray, np.empty_like
+    cupy.cuda = types.SimpleNamespace(Event=_Event, get_elapsed_time=lambda a, b: a.elapsed_time(b))
+    cupyx = types.ModuleType("cupyx")
+    cupyx_scipy = types.ModuleType("cupyx.scipy")
+    cupyx_scipy.ndimage = ndimage
+    cupyx.scipy = cupyx_scipy
+    return {"cupy": cupy, "cupyx": cupyx, "cupyx.scipy": cupyx_scipy, "cupyx.scipy.ndimage": ndimage}
+
+
+@pytest.mark.parametrize("key", ["conv3", "conv9", "sobel", "harris", "median3"])
+def test_gpu_peers_compute_the_workload_on_cpu_stand_ins(monkeypatch, key):
+    """The GPU peers' code, run on stand-ins (NumPy/SciPy for CuPy, CPU tensors for CUDA ones),
+    gives SciPy's result (which the harness test shows equal to ours): the boundary modes, filter
+    flips and output names of CuPyPeer and TorchPeer are right before a GPU ever runs them."""
+    for name, module in _cupy_stand_in().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    workload = _workload(key)
+    args = workload.make((40, 48), np.random.default_rng(1))
+    expected_run = peer_impls.SciPyPeer().prepare(workload, args)
+    expected_run.time_once()
+    expected = {k: np.array(v) for k, v in expected_run.fetch().items()}
+    candidates = [peer_impls.CuPyPeer()]
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
+        monkeypatch.setattr(torch.cuda, "Event", _Event)
+        real_ones = torch.ones
+        monkeypatch.setattr(torch, "ones", lambda *a, device=None, **k: real_ones(*a, **k))
+    candidates.append(peer_impls.TorchPeer())
+    for peer in candidates:
+        try:
+            run = peer.prepare(workload, args)
+        except peer_impls.NotOffered as exc:
+            assert key == "median3" and peer.name == "PyTorch conv2d", exc
+            continue
+        assert run.time_once() >= 0
+        problem = peers.check_output(run.fetch(), expected, workload)
+        assert problem is None, f"{peer.name}: {problem}"
