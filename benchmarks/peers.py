@@ -312,6 +312,19 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     print(f"[{info.name}] copy kernel: {bandwidth['bytes_per_second'] / 1e9:.0f} GB/s", file=sys.stderr, flush=True)
     rng = np.random.default_rng(2017)
     records = []
+
+    def save(done: list, complete: bool) -> dict:
+        """Write the JSON; after every workload too, so that a run stopped from outside keeps what
+        it measured (marked partial)."""
+        result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device_kind": args.device,
+                  "machine": machine, "copy_bandwidth": bandwidth, "quick": args.quick,
+                  "command": "python benchmarks/peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
+                  "tune_seconds": args.tune_seconds, "repeats": repeats, "records": done, "note": args.note,
+                  "seconds": time.time() - started, "tag": tag, "partial": not complete}
+        result["machine"]["load_average_after"] = list(os.getloadavg())
+        (out / f"peers-{tag}.json").write_text(json.dumps(result, indent=1, default=_json_default))
+        return result
+
     for index, w in enumerate(workloads):
         tune_seconds = args.tune_seconds
         if args.deadline_minutes:
@@ -333,6 +346,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         except ImageCLError as exc:
             record["error"] = str(exc)
             records.append(record)
+            save(records, complete=False)
             print(f"  imagecl failed: {exc}", file=sys.stderr)
             continue
         record["imagecl"] = ours
@@ -345,6 +359,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
             record["peers"].append(time_peer(peer, w, arguments, reference, repeats, max_seconds))
         record["wall_seconds"] = time.time() - t0
         records.append(record)
+        save(records, complete=False)
         tuned = ours.get("tuned_seconds")
         print(f"  naive {ours['naive_seconds'] * 1e3:.3f} ms, tuned "
               f"{'-' if tuned is None else f'{tuned * 1e3:.3f} ms'}; "
@@ -353,16 +368,9 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
                           for p in record["peers"])
               + f" [{record['wall_seconds']:.0f} s]", file=sys.stderr, flush=True)
 
-    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device_kind": args.device,
-              "machine": machine, "copy_bandwidth": bandwidth, "quick": args.quick,
-              "command": "python benchmarks/peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
-              "tune_seconds": args.tune_seconds, "repeats": repeats, "records": records, "note": args.note,
-              "seconds": time.time() - started}
-    result["machine"]["load_average_after"] = list(os.getloadavg())
+    result = save(records, complete=True)
     import peers_report
 
-    result["tag"] = tag
-    (out / f"peers-{tag}.json").write_text(json.dumps(result, indent=1, default=_json_default))
     table = peers_report.device_section(result)
     (out / f"peers-{tag}.md").write_text(table + "\n")
     peers_report.plot(result, out / f"peers-{tag}.png")

@@ -81,6 +81,7 @@ def device_section(result: dict) -> str:
              + f"; load average {m['load_average'][0]:.1f} before, {m.get('load_average_after', [0])[0]:.1f} after.",
              "",
              *([f"Note: {result['note']}", ""] if result.get("note") else []),
+             *(["**Partial run**: it was stopped after the workloads below.", ""] if result.get("partial") else []),
              f"Command: `{result['command']}` ({result['seconds']:.0f} s, tuning about {result['tune_seconds']:g} s "
              "per workload unless the store already held measurements).",
              "",

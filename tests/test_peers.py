@@ -76,7 +76,7 @@ def test_harness_end_to_end_rejects_a_wrong_peer(tmp_path):
         assert "seconds" not in wrong
     assert result["copy_bandwidth"]["bytes_per_second"] > 1e8
     saved = json.loads((tmp_path / "peers-cpu-quick.json").read_text())
-    assert saved["command"].startswith("python benchmarks/peers.py --device cpu")
+    assert saved["command"].startswith("python benchmarks/peers.py --device cpu") and saved["partial"] is False
     assert (tmp_path / "peers-cpu-quick.png").stat().st_size > 1000 or not _has_matplotlib()
     table = (tmp_path / "peers-cpu-quick.md").read_text()
     assert "| convolution 3x3 |" in table and "wrong output: output 'output' differs" in table
