@@ -67,6 +67,14 @@ def targets(result: dict, record: dict) -> list[str]:
     return notes or ["no target"]
 
 
+def _tuning_text(result: dict) -> str:
+    budgets = [r.get("tune_seconds", result["tune_seconds"]) for r in result["records"]]
+    low, high = (min(budgets), max(budgets)) if budgets else (result["tune_seconds"],) * 2
+    span = f"{low:.0f} s" if round(low) == round(high) else f"{low:.0f} to {high:.0f} s (--deadline-minutes)"
+    reused = sum(1 for r in result["records"] if r.get("imagecl", {}).get("tuning", {}).get("stored_before"))
+    return f"tuning {span} per workload" + (f", {reused} reused stored measurements instead" if reused else "")
+
+
 def device_section(result: dict) -> str:
     m = result["machine"]
     bandwidth = result["copy_bandwidth"]["bytes_per_second"]
@@ -82,8 +90,7 @@ def device_section(result: dict) -> str:
              "",
              *([f"Note: {result['note']}", ""] if result.get("note") else []),
              *(["**Partial run**: it was stopped after the workloads below.", ""] if result.get("partial") else []),
-             f"Command: `{result['command']}` ({result['seconds']:.0f} s, tuning about {result['tune_seconds']:g} s "
-             "per workload unless the store already held measurements).",
+             f"Command: `{result['command']}` ({result['seconds']:.0f} s; {_tuning_text(result)}).",
              "",
              f"Copy bandwidth (STREAM-like OpenCL copy kernel, bytes read + written): "
              f"**{bandwidth / 1e9:.0f} GB/s**.",
