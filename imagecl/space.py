@@ -19,6 +19,7 @@ from .errors import ConfigError, suggestion_suffix
 from .ir import types as ty
 from .passes.footprint import AccessAnalysis, analyse_accesses
 from .passes.semantic import ProgramInfo
+from .codegen import interior
 
 AXES = "xyz"
 MAX_CONSTANT_ARRAY_BYTES = 64 * 1024
@@ -348,6 +349,11 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                                 f"({loop.trip_count} iterations) in '{loop.function}'", target=loop.parameter))
         defaults[loop.parameter] = 1
 
+    fast_params, fast_constraints = fast_path_parameters(info, analyses.values())
+    params.extend(fast_params)
+    constraints.extend(fast_constraints)
+    defaults.update({p.name: 0 for p in fast_params})
+
     for name, values in info.tunables.items():
         params.append(Parameter(name, list(values), "tunable", "application-specific (#pragma imcl tunable)"))
         defaults[name] = values[0]
@@ -384,6 +390,28 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                 f"{'x'.join(map(str, bound))}", tuple(image_params),
                 lambda c, ps=image_params: sum((c[p] for p in ps), np.zeros_like(c[ps[0]])) == 0))
     return Space(params, constraints, limits, defaults)
+
+
+def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> tuple[list[Parameter], list[Constraint]]:
+    """`interior` (the interior fast path) where some image is read at bounded offsets, and
+    `vector_x` (vector loads/stores of runs along x inside it) where some image can use them;
+    see codegen/interior.py."""
+    analyses = list(analyses)
+    if not info.grid or not any(interior.inside_images(info, a) for a in analyses):
+        return [], []
+    params = [Parameter("interior", [0, 1], "fast_path",
+                        "work-groups whose footprint lies inside the images skip boundary handling")]
+    constraints: list[Constraint] = []
+    if interior.vector_candidates(info, analyses):
+        params.append(Parameter("vector_x", [0, 1], "fast_path",
+                                "in the interior fast path, move runs of px_x points along x as vectors"))
+        widths = list(interior.VECTOR_WIDTHS)
+        constraints.append(Constraint(
+            f"vector_x only with the interior fast path, blocked layout and px_x in {widths}",
+            ("vector_x", "interior", "interleaved", "px_x"),
+            lambda c, widths=widths: (c["vector_x"] == 0) | ((c["interior"] == 1) & (c["interleaved"] == 0)
+                                                             & np.isin(c["px_x"], widths))))
+    return params, constraints
 
 
 def tile_bytes(info: ProgramInfo, analysis: AccessAnalysis, name: str, wg: list, px: list, interleaved) -> Any:
