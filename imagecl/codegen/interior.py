@@ -274,11 +274,16 @@ def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis
     coarse = [d for d in reversed(range(dims)) if plan.px[d] > 1]
     lines = [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
 
-    def loads(pad: str, inside: bool) -> list[str]:
-        out = []
-        for name in local:
-            out.extend(tile_load(name, pad, inside))
-        return out
+    def loads(pad: str) -> list[str]:
+        """Tile loads of both paths, then one barrier outside the branches."""
+        if not local:
+            return []
+        out = [line for name in local for line in tile_load(name, pad, False) if line.startswith(pad + "const ")]
+
+        def fill(inner: str, inside: bool) -> list[str]:
+            return [line for name in local for line in tile_load(name, inner, inside)
+                    if not line.lstrip().startswith(("const ", "barrier("))]
+        return out + both(pad, fill) + [f"{pad}barrier(CLK_LOCAL_MEM_FENCE);"]
 
     def point_copy(pad: str, inside: bool) -> list[str]:
         """Index declarations and the call for one grid point."""
@@ -298,13 +303,13 @@ def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis
         lines.extend(opening)
         lines.append(f"{inner}// is this iteration's block, with every image's halo, inside the images?")
         lines.extend(inside_condition(info, plan, analysis, grid_extents, [], [], inner))
-        lines.extend(both(inner, lambda pad, inside: loads(pad, inside) + point_copy(pad, inside)))
+        lines.extend(loads(inner) + both(inner, point_copy))
         if local:
             lines.append(f"{inner}barrier(CLK_LOCAL_MEM_FENCE);  // the tile is reloaded in the next iteration")
         return lines + _close(coarse, "    ")
 
     def blocked(pad: str, inside: bool) -> list[str]:
-        out = loads(pad, inside)
+        out = []
         if inside and plan.vector_x:
             return out + vector_nest(info, plan, pad, coarse, tiles, stores, inside_call)
         if coarse:
@@ -314,7 +319,7 @@ def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis
 
     lines.append("    // is the work-group's block, with every image's halo, inside the images?")
     lines.extend(inside_condition(info, plan, analysis, grid_extents, tiles, stores, "    "))
-    return lines + both("    ", blocked)
+    return lines + loads("    ") + both("    ", blocked)
 
 
 def vector_nest(info: ProgramInfo, plan, pad: str, coarse: list[int], tiles: list[RegisterTile],
