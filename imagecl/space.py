@@ -138,6 +138,13 @@ class Space:
             lines.extend(f"  {c.description}" for c in self.constraints)
         return "\n".join(lines)
 
+    def source_key(self, config: Mapping[str, int]) -> dict[str, int]:
+        """The part of a configuration that decides its OpenCL source: all but the launch-only
+        parameters, except that variants with a local-memory tile compile their work-group size
+        in (reqd_work_group_size; codegen's VariantPlan.compiled_wg)."""
+        uses_local = any(v for k, v in config.items() if k.startswith("local_"))
+        return {k: v for k, v in config.items() if uses_local or k not in self.launch_only}
+
     # ---- checking one configuration --------------------------------------------------------------
     def complete(self, config: Optional[Mapping[str, Any]]) -> dict[str, int]:
         """A full, valid configuration from a partial one (missing parameters take their defaults)."""

@@ -292,3 +292,25 @@ def test_space_offers_and_constrains_the_passes():
     # a program without bounded stencil reads has neither parameter
     mandel = imagecl.load(str(EXAMPLES / "mandelbrot.icl")).space_for()
     assert "interior" not in mandel.names and "vector_x" not in mandel.names
+
+
+# ---- the work-group size compiled in with local-memory tiles ----------------------------------------------
+
+
+def test_local_memory_variants_fix_their_work_group_size():
+    prog = program("sobel", "constant")
+    space = prog.space_for(problem_shape=(29, 37))
+    local = {"wg_x": 8, "wg_y": 4, "px_x": 2, "local_input": 1}
+    text = prog.opencl_source(local)
+    assert "__attribute__((reqd_work_group_size(8, 4, 1)))\n__kernel void sobel(" in text
+    assert prog.opencl_source(dict(local, wg_x=16)) != text  # a source parameter here...
+    plain = {"wg_x": 8, "wg_y": 4, "px_x": 2}
+    assert "reqd_work_group_size" not in prog.opencl_source(plain)
+    assert prog.opencl_source(dict(plain, wg_x=16)).split("\n", 3)[3] == \
+        prog.opencl_source(plain).split("\n", 3)[3]  # ...and launch-only without local memory
+    assert "wg_x" in space.source_key(space.complete(local))
+    assert "wg_x" not in space.source_key(space.complete(plain))
+    # 3-D: all three sizes; the variant runs (a wrong size would fail to launch)
+    check("bilateral3d", "clamped", {"wg_x": 4, "wg_y": 2, "wg_z": 2, "local_input": 1, "interior": 1}, SHAPE_3D)
+    assert "reqd_work_group_size(4, 2, 2)" in program("bilateral3d", "clamped").opencl_source(
+        {"wg_x": 4, "wg_y": 2, "wg_z": 2, "local_input": 1})

@@ -70,6 +70,13 @@ class VariantPlan:
     def is_coarsened(self) -> bool:
         return any(p > 1 for p in self.px)
 
+    @property
+    def compiled_wg(self) -> Optional[tuple[int, ...]]:
+        """The work-group size the source fixes (reqd_work_group_size), or None: with local-memory
+        tiles the compiler then budgets registers for exactly that size (NVIDIA otherwise
+        assumes the largest and caps many such kernels at 256 work-items)."""
+        return self.wg if self.local_mem and self.wg is not None else None
+
     def span(self, axis: int) -> int:
         """Grid points one work-group covers per work-item along `axis` in one tile."""
         return 1 if self.interleaved else self.px[axis]
@@ -419,12 +426,20 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "kernel_params": [f"{a.ctype} {a.name}" if a.role in ("buffer", "image", "tile") else f"const {a.ctype} {a.name}"
                           for a in args],
         "kernel_indent": " " * len(f"__kernel void {info.kernel.name}("),
+        "kernel_attribute": _work_group_attribute(plan),
         "kernel_body": "\n".join(kernel_body(info, plan, analysis, point_call)),
         "inside_points": [],
     }
     if plan.interior:
         _add_fast_path(info, plan, analysis, unroll, point_params, point_values, point_call, context)
     return template_env().get_template("kernel.cl.j2").render(**context)
+
+
+def _work_group_attribute(plan: VariantPlan) -> str:
+    if plan.compiled_wg is None:
+        return ""
+    sizes = list(plan.compiled_wg) + [1] * (3 - len(plan.compiled_wg))
+    return f"__attribute__((reqd_work_group_size({', '.join(map(str, sizes))})))"
 
 
 def _add_fast_path(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, unroll: dict,
