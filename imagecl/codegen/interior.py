@@ -107,7 +107,8 @@ def register_tiles(info: ProgramInfo, analysis: AccessAnalysis, local_mem, image
     out = []
     for name in inside_images(info, analysis):
         array = info.arrays[name]
-        if name in local_mem or name in image_mem or not _scalar_element(array):
+        # a written image could change under a tile loaded before the run's points execute
+        if name in local_mem or name in image_mem or not _scalar_element(array) or array.is_written:
             continue
         fp: Footprint = analysis.footprints[name]
         tile = RegisterTile(name, fp.low, fp.high, n + fp.high[0] - fp.low[0])
