@@ -305,7 +305,8 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
 
     for i, a in enumerate(axes):
         params.append(Parameter(f"wg_{a}", _pow2(min(top, limits.max_work_item_sizes[i])), "work_group",
-                                f"work-group size in {a}", launch_only=True))
+                                f"work-group size in {a} (compiled in when a local-memory tile is used)",
+                                launch_only=True))
         defaults[f"wg_{a}"] = 1
     for a in axes:
         params.append(Parameter(f"px_{a}", _pow2(top), "coarsening", f"grid points per work-item in {a}"))
