@@ -314,3 +314,65 @@ def test_local_memory_variants_fix_their_work_group_size():
     check("bilateral3d", "clamped", {"wg_x": 4, "wg_y": 2, "wg_z": 2, "local_input": 1, "interior": 1}, SHAPE_3D)
     assert "reqd_work_group_size(4, 2, 2)" in program("bilateral3d", "clamped").opencl_source(
         {"wg_x": 4, "wg_y": 2, "wg_z": 2, "local_input": 1})
+
+
+# ---- random variants with the passes on, at sizes where both paths run ------------------------------------
+
+RANDOM_SHAPES = {2: (45, 96), 3: (11, 9, 48)}
+RANDOM_EXAMPLES = ["sobel", "convolution", "median", "box_blur", "harris", "bilateral3d"]
+_NAIVE: dict = {}
+
+
+def fast_path_config(space, dims: int, seed: int) -> dict:
+    """A random configuration with interior on (and vector_x when it applies), with work-groups
+    and coarsening small enough that some work-groups lie inside the image."""
+    rng = np.random.default_rng(seed)
+    config = space.random(1, seed=seed)[0]
+    axes = "xyz"[:dims]
+    for a in axes:
+        config[f"wg_{a}"] = int(rng.choice([1, 2, 4] if dims == 2 else [1, 2]))
+        config[f"px_{a}"] = int(rng.choice([1, 2, 4] if dims == 2 else [1, 2]))
+    config["px_x"] = int(rng.choice([1, 2, 4, 8]))
+    config["interior"] = 1
+    config["vector_x"] = int(rng.integers(0, 2)) if "vector_x" in space.names else 0
+    if config["vector_x"]:
+        config["interleaved"] = 0
+        config["px_x"] = max(2, config["px_x"])
+    if all(config[f"px_{a}"] == 1 for a in axes):
+        config["interleaved"] = 0
+    return space.complete(config)
+
+
+def check_random(name: str, seed: int) -> None:
+    from inputs import make_inputs
+
+    prog = program(name, DEFAULT_MODE[name])
+    dims = prog.info.grid_dims
+    shape = RANDOM_SHAPES[dims]
+    if name not in _NAIVE:
+        args = make_inputs(prog, shape, np.random.default_rng(7))
+        _NAIVE[name] = (args, prog(**args))
+    args, expected = _NAIVE[name]
+    config = fast_path_config(prog.space_for(problem_shape=shape), dims, seed)
+    inside, _ = path_counts(prog, config, shape)
+    assert inside > 0, config
+    got = prog(**args, config=config)
+    for key, ref in expected.items():
+        if ref.dtype.kind == "f":
+            scale = max(1.0, float(np.abs(ref).max()))
+            np.testing.assert_allclose(got[key], ref, rtol=1e-5, atol=1e-5 * scale, err_msg=f"{key} with {config}")
+        else:
+            np.testing.assert_array_equal(got[key], ref, err_msg=f"{key} with {config}")
+
+
+@pytest.mark.parametrize("name", RANDOM_EXAMPLES)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_fast_path_variants_match_naive(name, seed):
+    check_random(name, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", RANDOM_EXAMPLES)
+def test_many_random_fast_path_variants_match_naive(name):
+    for seed in range(100, 160):
+        check_random(name, seed)
