@@ -107,8 +107,9 @@ class Program:
         return self.source_of(plan, lines)
 
     def source_of(self, plan: VariantPlan, config_lines: Optional[list[str]] = None) -> str:
-        """The source of `plan`; plans that differ only in launch-only choices share it."""
-        key = (dataclasses.replace(plan, wg=None), tuple(config_lines or ()))
+        """The source of `plan`; plans that differ only in launch-only choices share it (the
+        work-group size is launch-only except with local-memory tiles: see VariantPlan.compiled_wg)."""
+        key = (dataclasses.replace(plan, wg=plan.compiled_wg), tuple(config_lines or ()))
         cache = self.__dict__.setdefault("_sources", {})
         if key not in cache:
             tunables = dict(plan.tunables)

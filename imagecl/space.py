@@ -20,6 +20,7 @@ from .ir import types as ty
 from .passes.footprint import (DYNAMIC_UNROLL_FACTORS, AccessAnalysis, analyse_accesses, array_bytes,
                                image_compatible_array, small_read_only_array)
 from .passes.semantic import ProgramInfo
+from .codegen import interior
 
 AXES = "xyz"
 MAX_CONSTANT_ARRAY_BYTES = 64 * 1024
@@ -137,6 +138,13 @@ class Space:
             lines.append("constraints:")
             lines.extend(f"  {c.description}" for c in self.constraints)
         return "\n".join(lines)
+
+    def source_key(self, config: Mapping[str, int]) -> dict[str, int]:
+        """The part of a configuration that decides its OpenCL source: all but the launch-only
+        parameters, except that variants with a local-memory tile compile their work-group size
+        in (reqd_work_group_size; codegen's VariantPlan.compiled_wg)."""
+        uses_local = any(v for k, v in config.items() if k.startswith("local_"))
+        return {k: v for k, v in config.items() if uses_local or k not in self.launch_only}
 
     # ---- checking one configuration --------------------------------------------------------------
     def complete(self, config: Optional[Mapping[str, Any]]) -> dict[str, int]:
@@ -298,7 +306,8 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
 
     for i, a in enumerate(axes):
         params.append(Parameter(f"wg_{a}", _pow2(min(top, limits.max_work_item_sizes[i])), "work_group",
-                                f"work-group size in {a}", launch_only=True))
+                                f"work-group size in {a} (compiled in when a local-memory tile is used)",
+                                launch_only=True))
         defaults[f"wg_{a}"] = 1
     for a in axes:
         params.append(Parameter(f"px_{a}", _pow2(top), "coarsening", f"grid points per work-item in {a}"))
@@ -352,6 +361,10 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
         defaults[loop.parameter] = 1
 
     _dynamic_unroll_parameters(any_analysis, params, defaults)
+    fast_params, fast_constraints = fast_path_parameters(info, analyses.values())
+    params.extend(fast_params)
+    constraints.extend(fast_constraints)
+    defaults.update({p.name: 0 for p in fast_params})
 
     for name, values in info.tunables.items():
         params.append(Parameter(name, list(values), "tunable", "application-specific (#pragma imcl tunable)"))
@@ -391,6 +404,28 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                 f"{'x'.join(map(str, bound))}", tuple(image_params),
                 lambda c, ps=image_params: sum((c[p] for p in ps), np.zeros_like(c[ps[0]])) == 0))
     return Space(params, constraints, limits, defaults)
+
+
+def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> tuple[list[Parameter], list[Constraint]]:
+    """`interior` (the interior fast path) where some image is read at bounded offsets, and
+    `vector_x` (vector loads/stores of runs along x inside it) where some image can use them;
+    see codegen/interior.py."""
+    analyses = list(analyses)
+    if not info.grid or not any(interior.inside_images(info, a) for a in analyses):
+        return [], []
+    params = [Parameter("interior", [0, 1], "fast_path",
+                        "work-groups whose footprint lies inside the images skip boundary handling")]
+    constraints: list[Constraint] = []
+    if interior.vector_candidates(info, analyses):
+        params.append(Parameter("vector_x", [0, 1], "fast_path",
+                                "in the interior fast path, move runs of px_x points along x as vectors"))
+        widths = list(interior.VECTOR_WIDTHS)
+        constraints.append(Constraint(
+            f"vector_x only with the interior fast path, blocked layout and px_x in {widths}",
+            ("vector_x", "interior", "interleaved", "px_x"),
+            lambda c, widths=widths: (c["vector_x"] == 0) | ((c["interior"] == 1) & (c["interleaved"] == 0)
+                                                             & np.isin(c["px_x"], widths))))
+    return params, constraints
 
 
 def tile_bytes(info: ProgramInfo, analysis: AccessAnalysis, name: str, wg: list, px: list, interleaved) -> Any:

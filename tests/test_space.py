@@ -97,7 +97,8 @@ def test_convolution_space_parameters():
     # the paper's 131,072 (Table 1: 8^4 x image, local, interleaved, unroll x 2 loops, constant
     # filter) times image and local memory for the filter, a small read-only array
     assert {"image_filter", "local_filter"} <= set(kinds)
-    assert space.size == 8 ** 4 * 2 ** 4 * 2 * 2 * 2 * 2
+    assert {"interior", "vector_x"} <= set(kinds)  # the fast-path passes (codegen/interior.py)
+    assert space.size == 8 ** 4 * 2 ** 4 * 2 * 2 * 2 * 2 * 2 * 2  # ... and interior, vector_x
     assert 0 < space.count_valid() < space.size
 
 
@@ -215,11 +216,14 @@ def test_malformed_configurations_name_the_parameter(config, fragment):
 
 def test_launch_only_parameters_do_not_change_the_source():
     prog = imagecl.load(EXAMPLES / "convolution.icl")
-    base = {"px_x": 2, "local_input": 1, "wg_x": 8, "wg_y": 8}
+    base = {"px_x": 2, "local_input": 0, "image_input": 1, "wg_x": 8, "wg_y": 8}
     a = prog.source_of(prog.plan(base))
     b = prog.source_of(prog.plan(dict(base, wg_x=16, wg_y=4)))
     assert a == b
     assert a != prog.source_of(prog.plan(dict(base, px_x=4)))
+    # except with a local-memory tile: then the work-group size is compiled in
+    tiled = dict(base, local_input=1)
+    assert prog.source_of(prog.plan(tiled)) != prog.source_of(prog.plan(dict(tiled, wg_x=16, wg_y=4)))
 
 
 def test_full_unrolling_removes_the_loop():

@@ -187,7 +187,7 @@ class Measurer:
                 summary.skipped += 1
                 continue
             seen.add(key)
-            source_key = canonical_config({k: v for k, v in full.items() if k not in space.launch_only})
+            source_key = canonical_config(space.source_key(full))
             groups.setdefault(source_key, []).append(full)
         summary.sources = len(groups)
 

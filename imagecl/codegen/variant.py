@@ -20,6 +20,7 @@ from ..ir.walk import walk
 from ..passes.footprint import AccessAnalysis, Footprint, analyse_accesses
 from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 from ..resources import resource_dir
+from . import interior
 from .emitter import AccessPlan, Emitter, names
 
 AXES = "xyz"
@@ -37,6 +38,8 @@ class VariantPlan:
     unroll: tuple = ()  # (loop parameter name, factor)
     tunables: tuple = ()  # (name, value)
     wg: Optional[tuple[int, ...]] = None  # None: the driver chooses (the naive variant)
+    interior: bool = False  # work-groups inside the image run a copy without boundary handling
+    vector_x: bool = False  # in that copy, contiguous runs along x move as OpenCL vectors
 
     @staticmethod
     def naive(info: ProgramInfo) -> "VariantPlan":
@@ -59,11 +62,20 @@ class VariantPlan:
             unroll=tuple(sorted((k, int(v)) for k, v in config.items() if k.startswith("unroll_") and v > 1)),
             tunables=tuple(sorted((n, int(config.get(n, vals[0]))) for n, vals in info.tunables.items())),
             wg=tuple(int(config.get(f"wg_{a}", 1)) for a in axes),
+            interior=bool(config.get("interior", 0)),
+            vector_x=bool(config.get("vector_x", 0)),
         )
 
     @property
     def is_coarsened(self) -> bool:
         return any(p > 1 for p in self.px)
+
+    @property
+    def compiled_wg(self) -> Optional[tuple[int, ...]]:
+        """The work-group size the source fixes (reqd_work_group_size), or None: with local-memory
+        tiles the compiler then budgets registers for exactly that size (NVIDIA otherwise
+        assumes the largest and caps many such kernels at 256 work-items)."""
+        return self.wg if self.local_mem and self.wg is not None else None
 
     def span(self, axis: int) -> int:
         """Grid points one work-group covers per work-item along `axis` in one tile."""
@@ -123,6 +135,32 @@ def local_images(info: ProgramInfo, plan: VariantPlan) -> list[str]:
 
 def local_arrays(info: ProgramInfo, plan: VariantPlan) -> list[str]:
     return sorted(n for n in plan.local_mem if info.arrays[n].kind == "array")
+
+
+class InsidePlan(MemoryPlan):
+    """Accesses in the interior fast path: reads at bounded offsets skip boundary handling;
+    with `vector_x`, they come from private register tiles and outputs go to staging arrays."""
+
+    def __init__(self, info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
+                 tiles: list, stores: list[str]) -> None:
+        super().__init__(info, plan)
+        self.inside = set(interior.inside_images(info, analysis))
+        self.tiles = {t.image: t for t in tiles}
+        self.stores = set(stores)
+
+    def image_read(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> str:
+        if array.name in self.plan.local_mem or array.name not in self.inside:
+            return super().image_read(array, coords, node)
+        if array.name in self.tiles:
+            return f"imcl_reg_{array.name}[{interior.register_tile_index(self.tiles[array.name], coords)}]"
+        if self.at_grid_point(array, node) and array.name not in self.plan.image_mem:
+            return super().image_read(array, coords, node)
+        return interior.direct_read(self.info, self.plan, array.name, coords)
+
+    def image_write(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> tuple[str, Optional[str]]:
+        if array.name in self.stores:
+            return f"imcl_st_{array.name}[({coords[0]}) - imcl_x0]", None
+        return super().image_write(array, coords, node)
 
 
 def tile_index(array: ArrayInfo, coords: list[str]) -> str:
@@ -247,7 +285,7 @@ def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], li
         if array.name in plan.image_mem:
             coord = f"(int2)(x, y)" if array.dims == 2 else "(int4)(x, y, z, 0)"
             images.append({**common, "dims": array.dims, "address": _SAMPLER_ADDRESS[array.boundary],
-                           "read": _image_read_call(array, coord)})
+                           "read": _image_read_call(array, coord), "inside": plan.interior})
         if array.name not in plan.image_mem:
             linear = "(z * h + y) * w + x" if array.dims == 3 else "y * w + x"
             buffers.append({**common, "linear": linear})
@@ -362,8 +400,10 @@ def point_signature(info: ProgramInfo, args: list[KernelArg]) -> tuple[list[str]
     return params + [f"const int {g}" for g in grid], values + grid
 
 
-def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footprint, pad: str) -> list[str]:
-    """Cooperative load of one image's tile (with halo) into local memory, then a barrier."""
+def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footprint, pad: str,
+               inside: bool = False) -> list[str]:
+    """Cooperative load of one image's tile (with halo) into local memory, then a barrier
+    (`inside`: the tile is known to lie inside the image, so reads skip boundary handling)."""
     array = info.arrays[name]
     dims = array.dims
     origins, extents = tile_origin_names(array), tile_extent_names(array)
@@ -390,8 +430,10 @@ def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footp
         index = f"imcl_ty * {extents[0]} + imcl_tx"
     extent_args = ", ".join(names(array)["whd"[a]] for a in range(dims))
     reader = f"imcl_img_read_{name}" if name in plan.image_mem else f"imcl_read_{name}"
-    lines.append(pad + "    " * len(loops)
-                 + f"imcl_tile_{name}[{index}] = {reader}({name}, {extent_args}, {', '.join(coords)});")
+    value = f"{reader}({name}, {extent_args}, {', '.join(coords)})"
+    if inside:
+        value = interior.direct_read(info, plan, name, coords)
+    lines.append(pad + "    " * len(loops) + f"imcl_tile_{name}[{index}] = {value};")
     lines.append(f"{pad}barrier(CLK_LOCAL_MEM_FENCE);")
     return lines
 
@@ -488,9 +530,56 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "kernel_params": [f"{a.ctype} {a.name}" if a.role in ("buffer", "image", "tile") else f"const {a.ctype} {a.name}"
                           for a in args],
         "kernel_indent": " " * len(f"__kernel void {info.kernel.name}("),
+        "kernel_attribute": _work_group_attribute(plan),
         "kernel_body": "\n".join(kernel_body(info, plan, analysis, point_call)),
+        "inside_points": [],
     }
+    if plan.interior:
+        _add_fast_path(info, plan, analysis, unroll, point_params, point_values, point_call, context)
     return template_env().get_template("kernel.cl.j2").render(**context)
+
+
+def _work_group_attribute(plan: VariantPlan) -> str:
+    if plan.compiled_wg is None:
+        return ""
+    sizes = list(plan.compiled_wg) + [1] * (3 - len(plan.compiled_wg))
+    return f"__attribute__((reqd_work_group_size({', '.join(map(str, sizes))})))"
+
+
+def _add_fast_path(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, unroll: dict,
+                   point_params: list[str], point_values: list[str], point_call: str, context: dict) -> None:
+    """The interior fast path (see interior.py): its per-point function and the kernel body
+    that chooses between it and the general one."""
+    tiles, stores = [], []
+    params, values = list(point_params), list(point_values)
+    name = f"imcl_point_{info.kernel.name}_inside"
+    note = ""
+    if plan.vector_x:
+        n = plan.px[0]
+        tiles = interior.register_tiles(info, analysis, plan.local_mem, plan.image_mem, n)
+        stores = interior.vector_store_images(info)
+        for tile in tiles:
+            params.append(f"__private const {info.arrays[tile.image].element.c_name()}* imcl_reg_{tile.image}")
+            values.append(f"imcl_reg_{tile.image}")
+        for image in stores:
+            params.append(f"__private {info.arrays[image].element.c_name()}* imcl_st_{image}")
+            values.append(f"imcl_st_{image}")
+        params.append("const int imcl_x0")
+        values.append("imcl_x0")
+        note = f"; runs of {n} points along x read register tiles and stage their outputs"
+    emitter = Emitter(info, InsidePlan(info, plan, analysis, tiles, stores), unroll=unroll)
+    context["inside_points"] = [{
+        "name": name, "note": note, "params": params, "indent": " " * len(f"void {name}("),
+        "body": "\n".join(emitter.block_lines(info.kernel.body, 1)),
+    }]
+    inside_call = f"{name}({', '.join(values)});"
+
+    def tile_load(image: str, pad: str, inside: bool) -> list[str]:
+        return _tile_load(info, plan, image, analysis.footprints[image], pad, inside)
+
+    body = interior.kernel_body_with_fast_path(info, plan, analysis, grid_extents(info), point_call, inside_call,
+                                               tile_load, tiles, stores)
+    context["kernel_body"] = "\n".join(body)
 
 
 # ---- launching ------------------------------------------------------------------------------------------------

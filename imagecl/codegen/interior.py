@@ -1,0 +1,345 @@
+"""The interior fast path and vectorised runs along x: two code-generation passes of a variant.
+
+Interior fast path (`interior`): a work-group first tests, once, whether every pixel it covers
+(its block of grid points plus each image's halo, from passes/footprint.py) lies inside every
+image it reads at bounded offsets, and inside the grid. If so it runs a copy of the body in
+which those reads go straight to memory (no clamp/wrap/mirror/constant test) and grid points
+need no guard; otherwise it runs the general body. The test depends only on the group's id,
+so the whole work-group takes the same branch (its barriers stay legal) and no warp diverges.
+With the interleaved layout a work-group's points in one coarsening iteration form one block,
+so the test is made per iteration.
+
+Vectorised runs (`vector_x`, blocked layout, px_x = N in 2..16, inside the fast path only):
+the N contiguous points of a work-item along x are computed from a private register tile of
+each image (its rows of the footprint, loaded with aligned N-wide vector loads where a whole
+aligned run is needed and scalar loads at the edges), and outputs written only at the grid
+point are staged in a private array and stored with one N-wide store. Vector loads and stores
+are aligned: the fast path also requires each such image's width, and its buffer's address,
+to be multiples of the vector size; otherwise the general body runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..ir import nodes as ir
+from ..ir import types as ty
+from ..ir.walk import walk
+from ..passes.footprint import AccessAnalysis, Footprint
+from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
+from .emitter import names
+
+AXES = "xyz"
+VECTOR_WIDTHS = (2, 4, 8, 16)  # OpenCL vector sizes a run of px_x points can move as
+MAX_REGISTER_TILE = 256  # elements of one image's private tile; larger footprints read directly
+
+
+# ---- what the passes apply to (also used to build the tuning space) ----------------------------------
+
+
+def inside_images(info: ProgramInfo, analysis: AccessAnalysis) -> list[str]:
+    """Images whose every read is at a bounded offset from the grid point: inside the fast path
+    they need no boundary handling. Reads of other images keep it."""
+    out = []
+    for name, array in info.arrays.items():
+        if array.kind != "image" or not array.reads or array.dims != info.grid_dims:
+            continue
+        fp = analysis.footprints.get(name)
+        if fp is not None and fp.bounded:
+            out.append(name)
+    return out
+
+
+def _scalar_element(array: ArrayInfo) -> bool:
+    return isinstance(array.element, ty.ScalarType) and array.element != ty.BOOL
+
+
+def vector_store_images(info: ProgramInfo) -> list[str]:
+    """Grid images written only at the grid point, by top-level statements of a kernel without
+    `return` and never read: every point of a run writes them exactly once, so a run's values
+    can be staged privately and stored together."""
+    kernel = info.kernel.body
+    if any(isinstance(n, ir.Return) for n in walk(kernel)):
+        return []
+    top_level = {id(s.expr) for s in kernel.body if isinstance(s, ir.ExprStmt)}
+    out = []
+    for name, array in info.arrays.items():
+        if array.kind != "image" or not array.in_grid or not array.writes or array.reads:
+            continue
+        if not _scalar_element(array):
+            continue
+        ok = True
+        for node in walk(kernel):
+            if isinstance(node, (ir.Assign, ir.IncDec)) and isinstance(node.target, ir.Subscript) \
+                    and node.target.base.name == name:
+                at_point = all(isinstance(i, ir.Name) and i.symbol is not None and i.symbol.kind == "grid_index"
+                               and i.name == GRID_INDICES[axis] for axis, i in enumerate(node.target.indices))
+                if not (isinstance(node, ir.Assign) and node.op == "=" and id(node) in top_level and at_point):
+                    ok = False
+        if ok:
+            out.append(name)
+    return out
+
+
+@dataclass(frozen=True)
+class RegisterTile:
+    """The private copy of one image's footprint for a run of N points along x."""
+
+    image: str
+    low: tuple[int, ...]  # footprint offsets, x first
+    high: tuple[int, ...]
+    width: int  # N + footprint width in x - 1
+
+    @property
+    def rows(self) -> list[tuple[int, ...]]:
+        """(dy[, dz]) offsets of the tile's rows, in storage order."""
+        ys = range(self.low[1], self.high[1] + 1)
+        if len(self.low) == 3:
+            return [(dy, dz) for dz in range(self.low[2], self.high[2] + 1) for dy in ys]
+        return [(dy,) for dy in ys]
+
+    @property
+    def size(self) -> int:
+        return self.width * len(self.rows)
+
+
+def register_tiles(info: ProgramInfo, analysis: AccessAnalysis, local_mem, image_mem, n: int) -> list[RegisterTile]:
+    out = []
+    for name in inside_images(info, analysis):
+        array = info.arrays[name]
+        # a written image could change under a tile loaded before the run's points execute
+        if name in local_mem or name in image_mem or not _scalar_element(array) or array.is_written:
+            continue
+        fp: Footprint = analysis.footprints[name]
+        tile = RegisterTile(name, fp.low, fp.high, n + fp.high[0] - fp.low[0])
+        if tile.size <= MAX_REGISTER_TILE:
+            out.append(tile)
+    return out
+
+
+def vector_candidates(info: ProgramInfo, analyses) -> bool:
+    """Whether `vector_x` can change anything for this program (in some variant)."""
+    if vector_store_images(info):
+        return True
+    return any(register_tiles(info, a, (), (), 2) for a in analyses)
+
+
+# ---- the fast path's condition -----------------------------------------------------------------------
+
+
+def _block(plan, d: int) -> tuple[str, str]:
+    """(first grid point, number of points) of the work-group's block along axis d."""
+    span = plan.span(d)
+    lo = f"get_group_id({d}) * get_local_size({d})" + (f" * {span}" if span > 1 else "")
+    if plan.interleaved and plan.px[d] > 1:
+        lo += f" + imcl_k{AXES[d]} * get_global_size({d})"
+    count = f"get_local_size({d})" + (f" * {span}" if span > 1 else "")
+    return lo, count
+
+
+def inside_condition(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str],
+                     tiles: list[RegisterTile], stores: list[str], pad: str) -> list[str]:
+    """Declarations ending in `const bool imcl_inside`: the work-group's footprint is inside."""
+    dims = info.grid_dims
+    lines = []
+    conds: list[str] = []
+    for d in range(dims):
+        lo, count = _block(plan, d)
+        lines.append(f"{pad}const int imcl_lo{AXES[d]} = {lo};")
+        lines.append(f"{pad}const int imcl_hi{AXES[d]} = imcl_lo{AXES[d]} + {count};  // one past the block")
+        conds.append(f"imcl_hi{AXES[d]} <= {grid_extents[d]}")
+    for name in inside_images(info, analysis):
+        array = info.arrays[name]
+        fp = analysis.footprints[name]
+        for d in range(dims):
+            low, high = fp.halo_low[d], fp.halo_high[d]
+            extent = names(array)["whd"[d]]
+            if low:
+                conds.append(f"imcl_lo{AXES[d]} >= {low}")
+            conds.append(f"imcl_hi{AXES[d]}" + (f" + {high}" if high else "") + f" <= {extent}")
+    if plan.vector_x:
+        n = plan.px[0]
+        for name in [t.image for t in tiles] + stores:
+            array = info.arrays[name]
+            size = n * array.element.dtype.itemsize
+            conds.append(f"{names(array)['w']} % {n} == 0")
+            conds.append(f"((ulong){name} & {size - 1}) == 0")  # aligned N-wide accesses
+    unique = list(dict.fromkeys(conds))
+    lines.append(f"{pad}const bool imcl_inside = " + f"\n{pad}    && ".join(unique) + ";")
+    return lines
+
+
+# ---- the fast path's body -------------------------------------------------------------------------------
+
+
+def direct_read(info: ProgramInfo, plan, name: str, coords: list[str]) -> str:
+    """A read known to be inside the image: no boundary handling."""
+    array = info.arrays[name]
+    if name in plan.image_mem:
+        return f"imcl_img_read_{name}_in({name}, {', '.join(coords)})"
+    w = names(array)["w"]
+    if array.dims == 3:
+        return f"{name}[(({coords[2]}) * {names(array)['h']} + ({coords[1]})) * {w} + ({coords[0]})]"
+    return f"{name}[({coords[1]}) * {w} + ({coords[0]})]"
+
+
+def register_tile_index(tile: RegisterTile, coords: list[str]) -> str:
+    x = f"({coords[0]}) - imcl_x0" + (f" + {-tile.low[0]}" if tile.low[0] < 0 else
+                                        f" - {tile.low[0]}" if tile.low[0] > 0 else "")
+    y = f"({coords[1]}) - idy" + (f" + {-tile.low[1]}" if tile.low[1] < 0 else
+                                   f" - {tile.low[1]}" if tile.low[1] > 0 else "")
+    if len(tile.low) == 3:
+        rows_y = tile.high[1] - tile.low[1] + 1
+        z = f"({coords[2]}) - idz" + (f" + {-tile.low[2]}" if tile.low[2] < 0 else
+                                       f" - {tile.low[2]}" if tile.low[2] > 0 else "")
+        return f"(({z}) * {rows_y} + {y}) * {tile.width} + {x}"
+    return f"({y}) * {tile.width} + {x}"
+
+
+def _offset(name: str, offset: int) -> str:
+    return f"{name} + {offset}" if offset > 0 else f"{name} - {-offset}" if offset < 0 else name
+
+
+def load_register_tile(info: ProgramInfo, tile: RegisterTile, n: int, pad: str) -> list[str]:
+    """Fill `imcl_reg_<image>` for the run starting at imcl_x0: aligned vector loads where a
+    whole aligned N-wide run of the tile is needed, scalar loads for the rest."""
+    array = info.arrays[tile.image]
+    ctype = array.element.c_name()
+    reg = f"imcl_reg_{tile.image}"
+    w, h = names(array)["w"], names(array)["h"]
+    lines = [f"{pad}{ctype} {reg}[{tile.size}];"]
+    for r, row in enumerate(tile.rows):
+        y = _offset("idy", row[0])
+        base = f"({y}) * {w}"
+        if len(row) == 2:
+            z = _offset("idz", row[1])
+            base = f"(({z}) * {h} + ({y})) * {w}"
+        c = 0
+        while c < tile.width:
+            offset = tile.low[0] + c  # from imcl_x0, which is a multiple of n
+            at = f"{tile.image} + {base} + imcl_x0" + (f" + {offset}" if offset > 0 else f" - {-offset}" if offset else "")
+            if offset % n == 0 and c + n <= tile.width:
+                lines.append(f"{pad}vstore{n}(*(__global const {ctype}{n}*)({at}), 0, {reg} + {r * tile.width + c});")
+                c += n
+            else:
+                lines.append(f"{pad}{reg}[{r * tile.width + c}] = *({at});")
+                c += 1
+    return lines
+
+
+def store_staged(info: ProgramInfo, name: str, n: int, pad: str) -> str:
+    array = info.arrays[name]
+    w, h = names(array)["w"], names(array)["h"]
+    base = f"idy * {w}" if array.dims == 2 else f"(idz * {h} + idy) * {w}"
+    ctype = array.element.c_name()
+    return f"{pad}*(__global {ctype}{n}*)({name} + {base} + imcl_x0) = vload{n}(0, imcl_st_{name});"
+
+
+def _index_decls(plan, dims: int, pad: str, skip_x: bool = False) -> list[str]:
+    lines = []
+    for d, v in enumerate(GRID_INDICES[:dims]):
+        if skip_x and d == 0:
+            continue
+        g, k, p = f"imcl_g{AXES[d]}", f"imcl_k{AXES[d]}", plan.px[d]
+        if p == 1:
+            lines.append(f"{pad}const int {v} = {g};")
+        elif plan.interleaved:
+            lines.append(f"{pad}const int {v} = {g} + {k} * get_global_size({d});")
+        else:
+            lines.append(f"{pad}const int {v} = {g} * {p} + {k};")
+    return lines
+
+
+def _loops(plan, axes: list[int], pad: str) -> tuple[list[str], str]:
+    """Opening lines of the coarsening loops over `axes` (outermost first) and the inner pad."""
+    lines = [f"{pad}for (int imcl_k{AXES[d]} = 0; imcl_k{AXES[d]} < {plan.px[d]}; imcl_k{AXES[d]}++)" for d in axes]
+    if axes:
+        lines.append(pad + "{")
+        return lines, pad + "    "
+    return lines, pad
+
+
+def _close(axes: list[int], pad: str) -> list[str]:
+    return [pad + "}"] if axes else []
+
+
+def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str],
+                               general_call: str, inside_call: str, tile_load,
+                               tiles: list[RegisterTile], stores: list[str]) -> list[str]:
+    """The kernel's body with the interior test and both copies of the per-point loop nest.
+    `tile_load(name, pad, inside)` gives the lines that fill one local-memory tile."""
+    dims = info.grid_dims
+    grid = GRID_INDICES[:dims]
+    guard = " && ".join(f"{v} < {e}" for v, e in zip(grid, grid_extents))
+    local = sorted(plan.local_mem)
+    coarse = [d for d in reversed(range(dims)) if plan.px[d] > 1]
+    lines = [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
+
+    def loads(pad: str) -> list[str]:
+        """Tile loads of both paths, then one barrier outside the branches."""
+        if not local:
+            return []
+        out = [line for name in local for line in tile_load(name, pad, False) if line.startswith(pad + "const ")]
+
+        def fill(inner: str, inside: bool) -> list[str]:
+            return [line for name in local for line in tile_load(name, inner, inside)
+                    if not line.lstrip().startswith(("const ", "barrier("))]
+        return out + both(pad, fill) + [f"{pad}barrier(CLK_LOCAL_MEM_FENCE);"]
+
+    def point_copy(pad: str, inside: bool) -> list[str]:
+        """Index declarations and the call for one grid point."""
+        out = _index_decls(plan, dims, pad)
+        if inside:
+            return out + [f"{pad}{inside_call}"]
+        return out + [f"{pad}if ({guard})", f"{pad}    {general_call}"]
+
+    def both(pad: str, body) -> list[str]:
+        return ([f"{pad}if (imcl_inside)", pad + "{"] + body(pad + "    ", True) + [pad + "}", f"{pad}else", pad + "{"]
+                + body(pad + "    ", False) + [pad + "}"])
+
+    if plan.interleaved and plan.is_coarsened:
+        # each iteration's points form one block per work-group: test (and load tiles) per iteration
+        opening, inner = _loops(plan, coarse, "    ")
+        lines.append(f"    // {' x '.join(str(p) for p in plan.px)} grid points per work-item, strided by the global size")
+        lines.extend(opening)
+        lines.append(f"{inner}// is this iteration's block, with every image's halo, inside the images?")
+        lines.extend(inside_condition(info, plan, analysis, grid_extents, [], [], inner))
+        lines.extend(loads(inner) + both(inner, point_copy))
+        if local:
+            lines.append(f"{inner}barrier(CLK_LOCAL_MEM_FENCE);  // the tile is reloaded in the next iteration")
+        return lines + _close(coarse, "    ")
+
+    def blocked(pad: str, inside: bool) -> list[str]:
+        out = []
+        if inside and plan.vector_x:
+            return out + vector_nest(info, plan, pad, coarse, tiles, stores, inside_call)
+        if coarse:
+            out.append(f"{pad}// {' x '.join(str(p) for p in plan.px)} grid points per work-item, contiguous")
+        opening, inner = _loops(plan, coarse, pad)
+        return out + opening + point_copy(inner, inside) + _close(coarse, pad)
+
+    lines.append("    // is the work-group's block, with every image's halo, inside the images?")
+    lines.extend(inside_condition(info, plan, analysis, grid_extents, tiles, stores, "    "))
+    return lines + loads("    ") + both("    ", blocked)
+
+
+def vector_nest(info: ProgramInfo, plan, pad: str, coarse: list[int], tiles: list[RegisterTile],
+                stores: list[str], vector_call: str) -> list[str]:
+    """The fast path's loop nest with runs of N = px_x points along x: register tiles in, one
+    N-wide store per staged output."""
+    n = plan.px[0]
+    dims = info.grid_dims
+    outer = [d for d in coarse if d != 0]
+    lines = [f"{pad}// {' x '.join(str(p) for p in plan.px)} grid points per work-item, contiguous; "
+             f"runs of {n} along x in vectors"]
+    opening, inner = _loops(plan, outer, pad)
+    lines += opening + _index_decls(plan, dims, inner, skip_x=True)
+    lines.append(f"{inner}const int imcl_x0 = imcl_gx * {n};")
+    for tile in tiles:
+        lines.extend(load_register_tile(info, tile, n, inner))
+    for name in stores:
+        lines.append(f"{inner}{info.arrays[name].element.c_name()} imcl_st_{name}[{n}];")
+    lines += [f"{inner}#pragma unroll", f"{inner}for (int imcl_kx = 0; imcl_kx < {n}; imcl_kx++)", inner + "{",
+              f"{inner}    const int idx = imcl_x0 + imcl_kx;", f"{inner}    {vector_call}", inner + "}"]
+    lines += [store_staged(info, name, n, inner) for name in stores]
+    return lines + _close(outer, pad)
