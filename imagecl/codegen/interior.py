@@ -265,15 +265,17 @@ def _close(axes: list[int], pad: str) -> list[str]:
 
 def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str],
                                general_call: str, inside_call: str, tile_load,
-                               tiles: list[RegisterTile], stores: list[str]) -> list[str]:
+                               tiles: list[RegisterTile], stores: list[str],
+                               array_copies: list[str]) -> list[str]:
     """The kernel's body with the interior test and both copies of the per-point loop nest.
-    `tile_load(name, pad, inside)` gives the lines that fill one local-memory tile."""
+    `tile_load(name, pad, inside)` gives the lines that fill one local-memory tile of an image;
+    `array_copies` copy whole small arrays to local memory first (both paths read them)."""
     dims = info.grid_dims
     grid = GRID_INDICES[:dims]
     guard = " && ".join(f"{v} < {e}" for v, e in zip(grid, grid_extents))
-    local = sorted(plan.local_mem)
+    local = sorted(n for n in plan.local_mem if info.arrays[n].kind == "image")
     coarse = [d for d in reversed(range(dims)) if plan.px[d] > 1]
-    lines = [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
+    lines = list(array_copies) + [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
 
     def loads(pad: str) -> list[str]:
         """Tile loads of both paths, then one barrier outside the branches."""

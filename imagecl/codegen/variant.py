@@ -578,7 +578,7 @@ def _add_fast_path(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysi
         return _tile_load(info, plan, image, analysis.footprints[image], pad, inside)
 
     body = interior.kernel_body_with_fast_path(info, plan, analysis, grid_extents(info), point_call, inside_call,
-                                               tile_load, tiles, stores)
+                                               tile_load, tiles, stores, local_array_copy(info, plan))
     context["kernel_body"] = "\n".join(body)
 
 
