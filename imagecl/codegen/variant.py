@@ -183,25 +183,43 @@ def uses_double(info: ProgramInfo) -> bool:
 
 _SAMPLER_ADDRESS = {"constant": "CLK_ADDRESS_CLAMP", "clamped": "CLK_ADDRESS_CLAMP_TO_EDGE",
                     "mirror": "CLK_ADDRESS_NONE", "wrap": "CLK_ADDRESS_NONE"}
+SHARED_SAMPLER = "imcl_sampler"
 
 
-def _image_read_call(array: ArrayInfo, coord: str) -> str:
+def _image_read_call(array: ArrayInfo, sampler: str, coord: str) -> str:
     el = array.element
     base = ty.element_scalar(el)
     if base.is_float:
-        call = f"read_imagef(img, imcl_sampler_{array.name}, {coord})"
+        call = f"read_imagef(img, {sampler}, {coord})"
     elif base.is_signed:
-        call = f"read_imagei(img, imcl_sampler_{array.name}, {coord})"
+        call = f"read_imagei(img, {sampler}, {coord})"
     else:
-        call = f"read_imageui(img, imcl_sampler_{array.name}, {coord})"
+        call = f"read_imageui(img, {sampler}, {coord})"
     if isinstance(el, ty.VectorType):
         return call if base.is_float else f"convert_{el.c_name()}({call})"
     return f"({el.c_name()}){call}.x"
 
 
-def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], list[dict]]:
-    """Boundary-handling read functions for global buffers and for images in image memory."""
-    buffers, images = [], []
+def image_samplers(info: ProgramInfo, plan: VariantPlan) -> dict[str, tuple[str, str, bool]]:
+    """image -> (sampler name, address mode, boundary handled by explicit index arithmetic).
+
+    Each image in image memory gets the sampler whose addressing mode implements its boundary
+    condition, when all of them agree on one. When they need different addressing modes, every
+    image uses one shared CLK_ADDRESS_NONE sampler and the boundary conditions are computed on
+    the indices instead: PoCL (reproduced with plain pyopencl) crashes when reads of two images
+    with different samplers are merged, e.g. in a ternary `i > 0 ? c[x][y] : a[x][y]`.
+    """
+    read = [a for a in info.arrays.values() if a.kind == "image" and a.reads and a.name in plan.image_mem]
+    if len({_SAMPLER_ADDRESS[a.boundary] for a in read}) <= 1:
+        return {a.name: (f"imcl_sampler_{a.name}", _SAMPLER_ADDRESS[a.boundary], False) for a in read}
+    return {a.name: (SHARED_SAMPLER, "CLK_ADDRESS_NONE", True) for a in read}
+
+
+def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], list[dict], list[dict]]:
+    """Boundary-handling read functions for global buffers and for images in image memory,
+    and the samplers the latter use."""
+    buffers, images, samplers = [], [], {}
+    chosen = image_samplers(info, plan)
     for array in info.arrays.values():
         if array.kind != "image" or not array.reads:
             continue
@@ -217,13 +235,15 @@ def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], li
             "axes": list(zip(coords, extents)),
         }
         if array.name in plan.image_mem:
+            sampler, address, explicit = chosen[array.name]
+            samplers[sampler] = {"name": sampler, "address": address}
             coord = f"(int2)(x, y)" if array.dims == 2 else "(int4)(x, y, z, 0)"
-            images.append({**common, "dims": array.dims, "address": _SAMPLER_ADDRESS[array.boundary],
-                           "read": _image_read_call(array, coord)})
-        if array.name not in plan.image_mem:
+            images.append({**common, "dims": array.dims, "explicit": explicit,
+                           "read": _image_read_call(array, sampler, coord)})
+        else:
             linear = "(z * h + y) * w + x" if array.dims == 3 else "y * w + x"
             buffers.append({**common, "linear": linear})
-    return buffers, images
+    return buffers, images, list(samplers.values())
 
 
 def helper_text(emitter: Emitter, f: ir.Function) -> str:
@@ -361,7 +381,7 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
     args = kernel_args(info, plan)
     point_params, point_values = point_signature(info, args)
     point_call = f"imcl_point_{info.kernel.name}({', '.join(point_values)});"
-    buffers, images = read_functions(info, plan)
+    buffers, images, samplers = read_functions(info, plan)
     is_naive = plan == VariantPlan.naive(info)
     grid_text = ("one point per pixel of " + ", ".join(info.grid) if info.grid
                  else "fixed size " + " x ".join(str(s) for s in info.grid_size))
@@ -377,6 +397,7 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "boundary_modes": {a.boundary for a in info.arrays.values() if a.kind == "image" and a.reads},
         "boundary_reads": buffers,
         "image_reads": images,
+        "samplers": samplers,
         "helpers": [helper_text(emitter, f) for f in info.helpers],
         "point_params": point_params,
         "point_indent": " " * len(f"void imcl_point_{info.kernel.name}("),
