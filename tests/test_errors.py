@@ -13,7 +13,7 @@ import imagecl
 HEAD = "#pragma imcl grid(inp, out)\n"
 SIG = "void f(Image<float> inp, Image<float> out) {\n"
 
-# (id, source, expected line, message fragment)
+# (id, source, expected line, message fragment[, expected column])
 CASES = [
     # ---- lexical and syntax errors -------------------------------------------------------
     ("missing-semicolon", HEAD + SIG + "    float a = inp[idx][idy]\n    out[idx][idy] = a;\n}\n", 3,
@@ -28,6 +28,8 @@ CASES = [
     ("bad-character", HEAD + SIG + "    out[idx][idy] = inp[idx][idy] @ 2.0f;\n}\n", 3, "unexpected character '@'"),
     ("bad-number", HEAD + SIG + "    out[idx][idy] = 1.2.3;\n}\n", 3, "invalid number literal '1.2.3'"),
     ("bad-suffix", HEAD + SIG + "    out[idx][idy] = 12abc;\n}\n", 3, "invalid number literal"),
+    ("hex-float-no-exponent", HEAD + SIG + "    out[idx][idy] = 0x1.8;\n}\n", 3,
+     "hexadecimal floating constant '0x1.8' has no exponent", 21),
     ("unterminated-comment", HEAD + SIG + "    /* never closed\n    out[idx][idy] = 1.0f;\n}\n", 3,
      "unterminated comment"),
     ("string-literal", HEAD + SIG + '    out[idx][idy] = "one";\n}\n', 3, "string literals are not supported"),
@@ -158,7 +160,7 @@ CASES = [
 
 
 def _check(case):
-    name, source, line, fragment = case
+    name, source = case[:2]
     with pytest.raises(imagecl.CompileError) as info:
         imagecl.compile(source, filename=f"{name}.icl")
     err = info.value
@@ -167,9 +169,11 @@ def _check(case):
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_malformed_program_reports_line_and_message(case):
-    name, source, line, fragment = case
+    name, source, line, fragment = case[:4]
     err = _check(case)
     assert err.line == line, f"reported line {err.line}, expected {line}:\n{err}"
+    if len(case) > 4:
+        assert err.column == case[4], f"reported column {err.column}, expected {case[4]}:\n{err}"
     assert fragment in err.message, f"message {err.message!r} lacks {fragment!r}"
     text = str(err)
     # file:line:col: error: message, then the source line and a caret under the column
@@ -209,7 +213,7 @@ def _cli(*args, cwd=None):
     "missing-semicolon", "unknown-pragma", "race-read-neighbour", "unterminated-comment", "recursion")],
     ids=lambda c: c[0])
 def test_cli_reports_errors_without_traceback(tmp_path, case):
-    name, source, line, fragment = case
+    name, source, line, fragment = case[:4]
     path = tmp_path / f"{name}.icl"
     path.write_text(source)
     for command in ("check", "compile"):

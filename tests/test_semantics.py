@@ -355,3 +355,24 @@ def test_cli_compile_writes_file_and_check_reports(tmp_path):
     assert "__kernel void" in out.read_text()
     check = _cli("check", str(EXAMPLES / "median.icl"))
     assert check.returncode == 0 and "ok" in check.stdout
+
+
+def test_hexadecimal_float_literals():
+    """C99 hex floats: float type, exact value (also in integer constant expressions)."""
+    literals = ["0x1p2f", "0x1.8p-3", "0X.8P1", "0xA.Cp+4", "-0x1.fffffep127f", "0x1p-149f", "0x1.000002p0"]
+    lines = [f"    v[{i}] = {lit};" for i, lit in enumerate(literals)]
+    src = ("#pragma imcl grid_size(8, 1)\n"
+           "void hexf(float* o, int* n) {\n"
+           f"    float v[(int)0x1p3f - (int)0x1.8p1 + {len(literals) - 5}];\n"  # 8 - 3 + 2 = 7 elements
+           + "\n".join(lines) + "\n"
+           "    v[idx % 7] = v[idx % 7] + (0x1p0 - 1.0f);\n"
+           "    o[idx] = idx < 7 ? v[idx] : 0x1p4f * 2;\n"
+           "    n[idx] = (int)0x1.8p4 + idx;\n"
+           "}\n")
+    prog = imagecl.compile(src, filename="hexf.icl")
+    out = prog(o=np.zeros(8, np.float32), n=np.zeros(8, np.int32))
+    expected = np.array([float.fromhex(t.rstrip("fF")) for t in literals] + [32.0], dtype=np.float32)
+    np.testing.assert_array_equal(out["o"], expected)
+    np.testing.assert_array_equal(out["n"], 24 + np.arange(8))
+    decl = prog.info.kernel.body.body[0]
+    assert decl.var_type.shape == (7,)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -66,7 +67,11 @@ def _syntax_error(exc: UnexpectedInput, stripped: str, source: str, filename: st
         if ch == '"':
             return err("string literals are not supported", exc.line, exc.column)
         if ch.isdigit() or ch == ".":
-            return err("invalid number literal", exc.line, exc.column)
+            text = re.match(r"[0-9A-Za-z_.]+([eEpP][+-][0-9A-Za-z_.]*)*", stripped[exc.pos_in_stream:]).group(0)
+            if text[:2].lower() == "0x" and "." in text and not re.search("[pP]", text):
+                return err(f"hexadecimal floating constant '{text}' has no exponent", exc.line, exc.column,
+                           f"C requires the binary exponent, e.g. {text}p0")
+            return err(f"invalid number literal '{text}'", exc.line, exc.column)
         return err(f"unexpected character '{ch}'", exc.line, exc.column)
     if isinstance(exc, (UnexpectedToken, UnexpectedEOF)):
         token = exc.token if isinstance(exc, UnexpectedToken) else Token("$END", "")
@@ -368,6 +373,8 @@ class _ToIR(Transformer):
     def float_lit(self, meta, items):
         tok = items[0]
         text = str(tok)
+        if text[:2].lower() == "0x":  # hexadecimal: the f/F suffix is not a digit here (an exponent comes first)
+            return ir.FloatLit(_pos(tok), float.fromhex(text.rstrip("fF")), text)
         return ir.FloatLit(_pos(tok), float(text.rstrip("fF")), text)
 
     def char_lit(self, meta, items):
