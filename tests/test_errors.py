@@ -76,6 +76,11 @@ CASES = [
      "cannot assign to the grid index 'idx'"),
     ("reserved-word", HEAD + SIG + "    float local = 1.0f;\n    out[idx][idy] = local;\n}\n", 3, "reserved word"),
     ("imcl-prefix", HEAD + SIG + "    float imcl_x = 1.0f;\n    out[idx][idy] = imcl_x;\n}\n", 3, "reserved for generated code"),
+    ("depth-of-2d-unsubscripted", "#pragma imcl grid(a, out)\nvoid f(Image<float> a, Image<float> out) {\n"
+     "    out[idx][idy] = a.depth;\n}\n", 3, "'a.depth' is only defined for 3-D images", 23),
+    ("depth-before-2d-use", "#pragma imcl grid(out)\nvoid f(Image<float> a, Image<float> out) {\n"
+     "    float d = a.depth;\n    out[idx][idy] = a[idx][idy] + d;\n}\n", 3, "'a.depth' is only defined for 3-D images",
+     17),
     # ---- types ------------------------------------------------------------------------------------
     ("float-modulo", HEAD + SIG + "    out[idx][idy] = inp[idx][idy] % 2.0f;\n}\n", 3, "invalid operands to binary '%'"),
     ("float-shift", HEAD + SIG + "    out[idx][idy] = inp[idx][idy] << 1;\n}\n", 3, "invalid operands to binary '<<'"),

@@ -376,3 +376,30 @@ def test_hexadecimal_float_literals():
     np.testing.assert_array_equal(out["n"], 24 + np.arange(8))
     decl = prog.info.kernel.body.body[0]
     assert decl.var_type.shape == (7,)
+
+
+def test_unsubscripted_images_are_allowed():
+    """An image that is never subscripted has no dimension from its use: a grid image takes
+    the grid's, the grid is 3-D only if idz (or a grid image's .depth) is used, and any other
+    such image is 2-D unless its .depth is used."""
+    unused = imagecl.compile("#pragma imcl grid(o)\nvoid f(Image<float> a, Image<float> o, float k) {\n"
+                             "    o[idx][idy] = k;\n}\n", filename="unused.icl")
+    assert unused.info.arrays["a"].dims == 2
+    out = unused(a=rand((3, 5)), o=np.zeros((4, 6), np.float32), k=2.5)["o"]
+    np.testing.assert_array_equal(out, np.full((4, 6), 2.5, np.float32))
+    with pytest.raises(imagecl.ArgumentError, match="'a'"):
+        unused(a=rand((2, 3, 5)), o=np.zeros((4, 6), np.float32), k=2.5)
+
+    sizes = imagecl.compile("#pragma imcl grid(g, o)\nvoid f(Image<int> g, Image<float> a, Image<float> v,"
+                            " Image<int> o) {\n    o[idx][idy] = g.width + 10 * a.width + 100 * a.height"
+                            " + 1000 * v.depth + idx;\n}\n", filename="sizes.icl")
+    dims = {n: sizes.info.arrays[n].dims for n in ("g", "a", "v")}
+    assert dims == {"g": 2, "a": 2, "v": 3}
+    out = sizes(g=np.zeros((4, 6), np.int32), a=rand((3, 5)), v=rand((7, 2, 2)))["o"]
+    np.testing.assert_array_equal(out, 6 + 50 + 300 + 7000 + np.arange(6)[None, :] + np.zeros((4, 1), np.int32))
+
+    volume = imagecl.compile("#pragma imcl grid(a)\nvoid f(Image<float> a, int* p) {\n"
+                             "    p[idx + a.width * (idy + a.height * idz)] = idz;\n}\n", filename="vol.icl")
+    assert volume.info.grid_dims == 3
+    out = volume(a=rand((2, 3, 4)), p=np.full(24, -1, np.int32))["p"]
+    np.testing.assert_array_equal(out, np.repeat(np.arange(2), 12))

@@ -119,6 +119,8 @@ class _Analyser:
         self.grid_dims = 2
         self.tunables: dict[str, list[int]] = {}
         self.global_scope = _Scope()
+        self.uses_idz = False
+        self.depth_uses: dict[str, ir.Pos] = {}  # image -> first `.depth` use
 
     # ---- errors ---------------------------------------------------------------
     def error(self, message: str, pos: ir.Pos, hint: Optional[str] = None) -> CompileError:
@@ -142,6 +144,7 @@ class _Analyser:
             self._check_function(function, is_kernel=False)
             self.functions[function.name] = function
         self._check_function(kernel, is_kernel=True)
+        self._unsubscripted_images(grid)
 
         for name in grid:
             info = self.arrays[name]
@@ -167,6 +170,20 @@ class _Analyser:
         self._check_placements(info, pragmas)
         _RaceChecker(self, info).run()
         return info
+
+    def _unsubscripted_images(self, grid: list[str]) -> None:
+        """Images that are never subscripted (unused parameters, or only `.width`/`.height`)
+        have no dimension from their use: a grid image has the grid's, and the grid, when no
+        grid image is subscripted, is 3-D if the kernel uses `idz` (or a grid image's `.depth`),
+        else 2-D; any other such image is 3-D if its `.depth` is used, else 2-D."""
+        if grid and not self.grid_dims:
+            self.grid_dims = 3 if self.uses_idz or any(n in self.depth_uses for n in grid) else 2
+        for info in self.arrays.values():
+            if info.kind == "image" and not info.dims:
+                info.dims = self.grid_dims if info.in_grid else (3 if info.name in self.depth_uses else 2)
+        for name, pos in self.depth_uses.items():
+            if self.arrays[name].dims == 2:
+                raise self.error(f"'{name}.depth' is only defined for 3-D images", pos)
 
     def _pragmas_by_name(self) -> dict[str, list[ir.Pragma]]:
         out: dict[str, list[ir.Pragma]] = {}
@@ -635,6 +652,8 @@ class _Analyser:
                                      "pass it to the helper function as an argument")
             hint_names = scope.visible_names()
             raise self.error(f"use of undeclared identifier '{e.name}'" + suggestion_suffix(e.name, hint_names), e.pos)
+        if sym.kind == "grid_index" and e.name == "idz":
+            self.uses_idz = True
         if sym.kind == "grid_index" and GRID_INDICES.index(e.name) >= self._grid_dims_known():
             raise self.error(f"'{e.name}' is only defined for 3-D grids; this grid is "
                              f"{self._grid_dims_known()}-D", e.pos)
@@ -866,6 +885,8 @@ class _Analyser:
                                      + suggestion_suffix(e.member, ("width", "height", "depth")), e.pos)
                 if e.member == "depth" and info.dims == 2:
                     raise self.error(f"'{sym.name}.depth' is only defined for 3-D images", e.pos)
+                if e.member == "depth":
+                    self.depth_uses.setdefault(sym.name, e.pos)
                 return ty.INT
         t = self._expr(e.base, scope)
         if e.member in ("width", "height", "depth"):
