@@ -74,8 +74,17 @@ CASES = [
     ("idz-in-2d", HEAD + SIG + "    out[idx][idy] = inp[idx][idy] + idz;\n}\n", 3, "'idz' is only defined for 3-D grids"),
     ("assign-grid-index", HEAD + SIG + "    idx = 0;\n    out[idx][idy] = 1.0f;\n}\n", 3,
      "cannot assign to the grid index 'idx'"),
-    ("reserved-word", HEAD + SIG + "    float local = 1.0f;\n    out[idx][idy] = local;\n}\n", 3, "reserved word"),
-    ("imcl-prefix", HEAD + SIG + "    float imcl_x = 1.0f;\n    out[idx][idy] = imcl_x;\n}\n", 3, "reserved for generated code"),
+    # C keywords and the language's type names are not names (OpenCL C words are: renamed)
+    ("c-keyword", HEAD + SIG + "    float static = 1.0f;\n    out[idx][idy] = static;\n}\n", 3,
+     "'static' is a C keyword and cannot be used as a name", 11),
+    ("c-keyword-parameter", "#pragma imcl grid(out)\nvoid f(Image<float> out, int register) {\n"
+     "    out[idx][idy] = register;\n}\n", 2, "'register' is a C keyword and cannot be used as a name", 30),
+    ("type-name-as-name", HEAD + SIG + "    int uchar = 1;\n    out[idx][idy] = uchar;\n}\n", 3,
+     "'uchar' is a type name and cannot be used as a name", 9),
+    ("keyword-as-function-name", "float auto(float v) {\n    return v;\n}\n" + HEAD + SIG
+     + "    out[idx][idy] = inp[idx][idy];\n}\n", 1, "'auto' is a C keyword and cannot be used as a name", 7),
+    ("keyword-as-tunable", "#pragma imcl tunable(switch: 1, 2)\n" + HEAD + SIG + "    out[idx][idy] = 1.0f;\n}\n", 1,
+     "'switch' is a C keyword and cannot be used as a name", 22),
     ("depth-of-2d-unsubscripted", "#pragma imcl grid(a, out)\nvoid f(Image<float> a, Image<float> out) {\n"
      "    out[idx][idy] = a.depth;\n}\n", 3, "'a.depth' is only defined for 3-D images", 23),
     ("depth-before-2d-use", "#pragma imcl grid(out)\nvoid f(Image<float> a, Image<float> out) {\n"

@@ -95,7 +95,7 @@ class MemoryPlan(AccessPlan):
             return f"imcl_tile_{array.name}[{tile_index(array, coords)}]"
         if array.name in self.plan.image_mem:
             extents = ", ".join(self.extent(array, a) for a in range(array.dims))
-            return f"imcl_img_read_{array.name}({array.name}, {extents}, {', '.join(coords)})"
+            return f"imcl_img_read_{array.name}({self.c(array.name)}, {extents}, {', '.join(coords)})"
         return super().image_read(array, coords, node)
 
 
@@ -128,16 +128,17 @@ def kernel_args(info: ProgramInfo, plan: VariantPlan) -> list[KernelArg]:
         array = info.arrays.get(p.name)
         if array is None:
             ctype = "int" if p.type == ty.BOOL else p.type.c_name()  # bool cannot be a kernel argument
-            args.append(KernelArg(p.name, "scalar", p.name, ctype))
+            args.append(KernelArg(info.c_name(p.name), "scalar", p.name, ctype))
             continue
         element = array.element.c_name()
+        cname = info.c_name(p.name)
         if array.kind == "image" and p.name in plan.image_mem:
-            args.append(KernelArg(p.name, "image", p.name, f"__read_only image{array.dims}d_t"))
+            args.append(KernelArg(cname, "image", p.name, f"__read_only image{array.dims}d_t"))
         elif p.name in plan.constant_mem:
-            args.append(KernelArg(p.name, "buffer", p.name, f"__constant {element}*"))
+            args.append(KernelArg(cname, "buffer", p.name, f"__constant {element}*"))
         else:
             const = "" if array.is_written else "const "
-            args.append(KernelArg(p.name, "buffer", p.name, f"__global {const}{element}*"))
+            args.append(KernelArg(cname, "buffer", p.name, f"__global {const}{element}*"))
         n = names(array)
         if array.kind == "image":
             for axis in range(array.dims):
@@ -251,10 +252,11 @@ def helper_text(emitter: Emitter, f: ir.Function) -> str:
     for p in f.params:
         const = "const " if p.is_const else ""
         if isinstance(p.type, ty.ArrayType):
-            params.append(f"{const}{p.type.element.c_name()} {p.name}" + "".join(f"[{n}]" for n in p.type.shape))
+            params.append(f"{const}{p.type.element.c_name()} {emitter.c(p.name)}"
+                          + "".join(f"[{n}]" for n in p.type.shape))
         else:
-            params.append(f"{const}{p.type.c_name()} {p.name}")
-    head = f"{f.return_type.c_name()} {f.name}({', '.join(params) or 'void'})"
+            params.append(f"{const}{p.type.c_name()} {emitter.c(p.name)}")
+    head = f"{f.return_type.c_name()} {emitter.c(f.name)}({', '.join(params) or 'void'})"
     return "\n".join([head, "{"] + emitter.block_lines(f.body, 1) + ["}"])
 
 
@@ -316,7 +318,7 @@ def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footp
     extent_args = ", ".join(names(array)["whd"[a]] for a in range(dims))
     reader = f"imcl_img_read_{name}" if name in plan.image_mem else f"imcl_read_{name}"
     lines.append(pad + "    " * len(loops)
-                 + f"imcl_tile_{name}[{index}] = {reader}({name}, {extent_args}, {', '.join(coords)});")
+                 + f"imcl_tile_{name}[{index}] = {reader}({info.c_name(name)}, {extent_args}, {', '.join(coords)});")
     lines.append(f"{pad}barrier(CLK_LOCAL_MEM_FENCE);")
     return lines
 
@@ -389,11 +391,12 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "version": __version__,
         "filename": info.filename,
         "kernel_name": info.kernel.name,
+        "kernel_symbol": info.c_name(info.kernel.name),
         "variant": "naive" if is_naive and not config_lines else "tuned",
         "grid_description": grid_text,
         "config_lines": config_lines or [],
         "uses_double": uses_double(info),
-        "defines": list(plan.tunables),
+        "defines": [(info.c_name(n), v) for n, v in plan.tunables],
         "boundary_modes": {a.boundary for a in info.arrays.values() if a.kind == "image" and a.reads},
         "boundary_reads": buffers,
         "image_reads": images,
@@ -404,7 +407,7 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "body": "\n".join(emitter.block_lines(info.kernel.body, 1)),
         "kernel_params": [f"{a.ctype} {a.name}" if a.role in ("buffer", "image", "tile") else f"const {a.ctype} {a.name}"
                           for a in args],
-        "kernel_indent": " " * len(f"__kernel void {info.kernel.name}("),
+        "kernel_indent": " " * len(f"__kernel void {info.c_name(info.kernel.name)}("),
         "kernel_body": "\n".join(kernel_body(info, plan, analysis, point_call)),
     }
     return template_env().get_template("kernel.cl.j2").render(**context)

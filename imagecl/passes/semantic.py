@@ -11,9 +11,11 @@ from typing import Optional
 
 from ..errors import CompileError, suggestion_suffix
 from ..ir import builtins as bi
+from ..ir import names
 from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.consteval import const_int
+from ..ir.walk import walk
 
 BOUNDARY_MODES = ("constant", "clamped", "mirror", "wrap")
 GRID_INDICES = ("idx", "idy", "idz")
@@ -67,6 +69,11 @@ class ProgramInfo:
     placement: dict[str, set[str]]  # pragma name ('image_mem', ...) -> forced array names
     unchecked_races: list[str] = field(default_factory=list)  # what could not be proven race-free
     tunable_symbols: dict[str, ir.Symbol] = field(default_factory=dict)
+    c_names: dict[str, str] = field(default_factory=dict)  # user names renamed in the generated code
+
+    def c_name(self, name: str) -> str:
+        """The identifier of the user name `name` in the generated OpenCL C."""
+        return self.c_names.get(name, name)
 
     @property
     def filename(self) -> str:
@@ -166,6 +173,7 @@ class _Analyser:
             tunables=self.tunables,
             placement=placement,
             tunable_symbols={n: self.global_scope.symbols[n] for n in self.tunables},
+            c_names=names.c_names(_declared_names(unit), self.tunables),
         )
         self._check_placements(info, pragmas)
         _RaceChecker(self, info).run()
@@ -206,6 +214,7 @@ class _Analyser:
                 raise self.error(f"redefinition of function '{f.name}'", f.pos)
             if f.name in bi.BUILTINS:
                 raise self.error(f"function '{f.name}' redefines an OpenCL built-in function", f.pos)
+            _check_identifier(self, f.name, f.pos)
             seen[f.name] = f
         chosen = [p for p in self.unit.pragmas if p.name == "kernel"]
         if chosen:
@@ -253,6 +262,7 @@ class _Analyser:
                     raise self.error(f"tunable '{arg.name}' has the name of a built-in tuning parameter", arg.pos)
                 if arg.name in self.tunables:
                     raise self.error(f"tunable '{arg.name}' is declared twice", arg.pos)
+                _check_identifier(self, arg.name, arg.pos)
                 if arg.name in GRID_INDICES:
                     raise self.error(f"'{arg.name}' is a grid index and cannot be a tunable", arg.pos)
                 values = []
@@ -905,23 +915,22 @@ class _Analyser:
         return ty.VectorType(t.base, len(e.member))
 
 
-# Words of OpenCL C (and of the generated code) that are not words of the language: a program
-# that names a variable like this would not build, so it is rejected with a clear message.
-RESERVED = set(
-    "kernel __kernel global __global local __local constant __constant private __private "
-    "read_only write_only read_write __read_only __write_only __read_write image2d_t image3d_t "
-    "image1d_t sampler_t event_t size_t ptrdiff_t intptr_t uintptr_t long ulong signed auto "
-    "register static extern inline restrict typedef struct union enum switch case default goto "
-    "sizeof volatile half bool2 bool3 bool4 char2 char4 short2 short4 ushort2 ushort4 uint2 uint4 "
-    "float8 float16 int8 int16 double2 double4 NULL".split()
-)
-
-
 def _check_identifier(analyser: "_Analyser", name: str, pos: ir.Pos) -> None:
-    if name in RESERVED:
-        raise analyser.error(f"'{name}' is a reserved word in OpenCL C and cannot be used as a name", pos)
-    if name.startswith("imcl_"):
-        raise analyser.error(f"names starting with 'imcl_' are reserved for generated code ('{name}')", pos)
+    """C keywords and the language's type names cannot be names. Words that only OpenCL C
+    predefines can: the generated code renames them (ir/names.py)."""
+    why = names.reserved_word(name)
+    if why is not None:
+        raise analyser.error(f"{why} and cannot be used as a name", pos)
+
+
+def _declared_names(unit: ir.TranslationUnit) -> set[str]:
+    """Every name the program declares: functions, parameters, variables."""
+    out = set()
+    for f in unit.functions:
+        out.add(f.name)
+        out.update(p.name for p in f.params)
+        out.update(n.name for n in walk(f.body) if isinstance(n, ir.VarDecl))
+    return out
 
 
 def _vector_hint(target: ty.Type, value: ty.Type) -> Optional[str]:
