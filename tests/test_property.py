@@ -88,6 +88,7 @@ import warnings
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -2416,6 +2417,15 @@ def test_generator_invariants(prog):
           phases=(Phase.explicit, Phase.reuse, Phase.generate), suppress_health_check=list(HealthCheck))
 @given(programs())
 def test_random_programs(prog):
+    check_program(prog)
+
+
+@pytest.mark.slow
+@settings(max_examples=500, deadline=None, derandomize=True, database=None, print_blob=False,
+          phases=(Phase.explicit, Phase.reuse, Phase.generate), suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_many_random_programs(prog):
+    """The same property over more (and other) programs: `pytest -m slow` (about 8 minutes)."""
     check_program(prog)
 
 

@@ -157,3 +157,8 @@ def test_image_memory_with_mixed_boundary_modes(modes):
             assert all(a in source for a in addresses)
         got = prog(**args, config=config)["o"]
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=str(config))
+    # tiles in local memory loaded through image memory, coarsened and interleaved
+    config = {**{f"image_{n}": 1 for n in names}, **{f"local_{n}": 1 for n in names},
+              "wg_x": 4, "wg_y": 2, "px_x": 2, "interleaved": 1}
+    got = prog(**args, config=config)["o"]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=str(config))
