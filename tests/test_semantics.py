@@ -469,3 +469,17 @@ def test_renamed_names_cannot_collide():
     assert names.c_names([], ["x", "s0", "lo", "img", "K"]) == {n: f"imcl_v_{n}_" for n in ("x", "s0", "lo", "img")}
     for user, c in mapping.items():                                        # no user name survives with the
         assert not c.startswith("imcl_") or c.startswith("imcl_v_") and c.endswith("_")  # generated prefix
+
+
+def test_array_sizes_follow_c_conversions():
+    """Array sizes are folded before semantic analysis; they still follow C's conversions
+    (a size of 4294967300 would be a 4 GB private array that crashes the OpenCL driver)."""
+    prog = imagecl.compile("#pragma imcl grid_size(4, 1)\nvoid f(int* o) {\n"
+                           "    uchar m[+(1 ? 165 : 2147483648u) + 4294967135u];\n"
+                           "    int n[-1 + 3u][(char)260];\n"
+                           "    for (int i = 0; i < 4; i++) m[i] = i * 10;\n"
+                           "    n[1][3] = 7;\n"
+                           "    o[idx] = m[idx] + n[1][3];\n}\n", filename="sizes.icl")
+    decls = [s for s in prog.info.kernel.body.body if hasattr(s, "var_type")]
+    assert [d.var_type.shape for d in decls] == [(4,), (2, 4)]
+    np.testing.assert_array_equal(prog(o=np.zeros(4, np.int32))["o"], np.arange(4) * 10 + 7)

@@ -12,7 +12,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from ..errors import CompileError
 from ..ir import nodes as ir
 from ..ir import types as ty
-from ..ir.consteval import const_int
+from ..ir.consteval import const_int, type_literals
 from ..resources import resource_dir
 from .pragmas import split_pragmas
 
@@ -203,6 +203,7 @@ class _ToIR(Transformer):
     def array_dims(self, meta, items):
         dims = []
         for expr in items:
+            type_literals(expr)  # C's conversions apply: unsigned sizes wrap
             value = const_int(expr)  # an integer constant expression, as in C: 'float w[2 * 3 + 1]'
             if value is None or isinstance(expr, ir.FloatLit):
                 raise self._error(
