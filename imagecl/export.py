@@ -11,6 +11,7 @@ The C wrapper embeds the source, so an application needs only the two C files:
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -20,6 +21,7 @@ import numpy as np
 from . import __version__
 from .codegen.variant import KernelArg, kernel_args, tile_bytes_at_launch
 from .ir import types as ty
+from .ir.names import renamed
 
 _C_TYPES = {"bool": "cl_int", "char": "cl_char", "uchar": "cl_uchar", "short": "cl_short", "ushort": "cl_ushort",
             "int": "cl_int", "uint": "cl_uint", "float": "cl_float", "double": "cl_double"}
@@ -64,6 +66,7 @@ def describe_variant(program, config: Mapping[str, int], device=None, problem_sh
         "generator": f"imagecl {__version__}",
         "program": program.filename,
         "kernel": program.name,
+        "opencl_kernel": program.kernel_symbol,
         "device": d.name,
         "platform": d.platform,
         "driver": d.driver,
@@ -101,27 +104,47 @@ def _c_string(text: str) -> str:
     return "\n".join(lines)
 
 
-def _array_image_lines(array, index: int) -> list[str]:
+def _array_image_lines(array, index: int, host_name: str) -> list[str]:
     """A fixed-size array in image memory: a 1-D image, or a 2-D one M wide and N high for a[N][M]."""
     lanes = array.element.width if isinstance(array.element, ty.VectorType) else 1
     channels = "CL_RGBA" if lanes == 4 else "CL_R"
     ctype = _CHANNEL_TYPES[ty.element_scalar(array.element).name]
     lines = [f"    {{ /* the array '{array.name}' in image memory */",
-             f"        cl_image_format fmt = {{{channels}, {ctype}}};",
-             "        cl_image_desc desc;",
-             "        memset(&desc, 0, sizeof(desc));",
-             f"        desc.image_type = {'CL_MEM_OBJECT_IMAGE1D' if len(array.shape) == 1 else 'CL_MEM_OBJECT_IMAGE2D'};",
-             f"        desc.image_width = {array.shape[-1]};"]
+             f"        cl_image_format imcl_fmt = {{{channels}, {ctype}}};",
+             "        cl_image_desc imcl_desc;",
+             "        memset(&imcl_desc, 0, sizeof(imcl_desc));",
+             f"        imcl_desc.image_type = {'CL_MEM_OBJECT_IMAGE1D' if len(array.shape) == 1 else 'CL_MEM_OBJECT_IMAGE2D'};",
+             f"        imcl_desc.image_width = {array.shape[-1]};"]
     if len(array.shape) == 2:
-        lines.append(f"        desc.image_height = {array.shape[0]};")
-    lines.append(f"        mem[{index}] = clCreateImage(k->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, &fmt, &desc,"
-                 f" (void*){array.name}, &err);")
+        lines.append(f"        imcl_desc.image_height = {array.shape[0]};")
+    lines.append(f"        imcl_mem[{index}] = clCreateImage(imcl_k->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, &imcl_fmt, &imcl_desc,"
+                 f" (void*){host_name}, &imcl_err);")
     lines.append("    }")
     return lines
 
 
+def _host_names(info):
+    """C identifiers of the wrapper's parameters: the .icl names, renamed where they would meet a
+    word of OpenCL/C (as in the kernel) or of the OpenCL host API (cl*, CL_*, memset); the
+    extents `<name>_width` etc. get the `imcl_` prefix where they would meet another name. The
+    wrapper's own locals all start with `imcl_`, which no user name keeps."""
+    hn = {}
+    for p in info.params:
+        c = info.c_name(p.name)
+        if re.match(r"cl[A-Z_]|CL_", c) or c in ("memset", "malloc", "free", "fprintf", "stderr"):
+            c = renamed(p.name)
+        hn[p.name] = c
+    taken = set(hn.values())
+
+    def derived(name: str, what: str) -> str:
+        plain = f"{hn[name]}_{what}"
+        return plain if plain not in taken else f"imcl_{name}_{what}"
+
+    return hn, derived
+
+
 def c_wrapper(program, config: Mapping[str, int], device=None) -> tuple[str, str]:
-    """(header, implementation) of a C host wrapper for the tuned variant."""
+    """(header, implementation) of imcl_a C host wrapper for the tuned variant."""
     plan = program.plan(config, device)
     info = program.info
     analysis = program.analysis_for(dict(plan.tunables))
@@ -131,116 +154,119 @@ def c_wrapper(program, config: Mapping[str, int], device=None) -> tuple[str, str
     args = kernel_args(info, plan)
     dims = info.grid_dims
 
+    hn, derived = _host_names(info)
+
     # the run() signature: every array with its extents, then scalars, in parameter order
-    params: list[str] = [f"{prefix}* k"]
+    params: list[str] = [f"{prefix}* imcl_k"]
     for p in info.params:
         array = info.arrays.get(p.name)
         if array is None:
-            params.append(f"{_C_TYPES[p.type.c_name()] if isinstance(p.type, ty.ScalarType) else 'cl_float'} {p.name}")
+            params.append(f"{_C_TYPES[p.type.c_name()] if isinstance(p.type, ty.ScalarType) else 'cl_float'} {hn[p.name]}")
             continue
         element = array.element
         base = _C_TYPES[ty.element_scalar(element).name]
         const = "" if array.is_written else "const "
-        params.append(f"{const}{base}* {p.name}")
+        params.append(f"{const}{base}* {hn[p.name]}")
         if array.kind == "image":
-            params += [f"int {p.name}_{e}" for e in ("width", "height", "depth")[: array.dims]]
+            params += [f"int {derived(p.name, e)}" for e in ("width", "height", "depth")[: array.dims]]
         elif array.kind == "pointer":
-            params.append(f"size_t {p.name}_length")
+            params.append(f"size_t {derived(p.name, 'length')}")
 
     def count_expr(array) -> str:
         lanes = array.element.width if isinstance(array.element, ty.VectorType) else 1
         if array.kind == "image":
-            sizes = [f"(size_t){array.name}_{e}" for e in ("width", "height", "depth")[: array.dims]]
+            sizes = [f"(size_t){derived(array.name, e)}" for e in ("width", "height", "depth")[: array.dims]]
             return " * ".join(sizes + [str(lanes)])
         if array.kind == "array":
             return str(int(np.prod(array.shape)) * lanes)
-        return f"{array.name}_length * {lanes}"
+        return f"{derived(array.name, 'length')} * {lanes}"
 
     body: list[str] = []
-    body.append("    cl_int err = CL_SUCCESS;")
-    body.append(f"    cl_mem mem[{max(1, len(info.arrays))}] = {{0}};")
+    body.append("    cl_int imcl_err = CL_SUCCESS;")
+    body.append(f"    cl_mem imcl_mem[{max(1, len(info.arrays))}] = {{0}};")
     mem_index = {}
     for i, (n, array) in enumerate(info.arrays.items()):
         mem_index[n] = i
         base = _C_TYPES[ty.element_scalar(array.element).name]
         bytes_expr = f"({count_expr(array)}) * sizeof({base})"
         if n in plan.image_mem and array.kind == "array":
-            body.extend(_array_image_lines(array, i))
+            body.extend(_array_image_lines(array, i, hn[n]))
         elif n in plan.image_mem:
             channels = "CL_RGBA" if isinstance(array.element, ty.VectorType) else "CL_R"
             ctype = _CHANNEL_TYPES[ty.element_scalar(array.element).name]
             body.append(f"    {{ /* '{n}' in image memory */")
-            body.append(f"        cl_image_format fmt = {{{channels}, {ctype}}};")
-            body.append("        cl_image_desc desc;")
-            body.append("        memset(&desc, 0, sizeof(desc));")
-            body.append(f"        desc.image_type = {'CL_MEM_OBJECT_IMAGE3D' if array.dims == 3 else 'CL_MEM_OBJECT_IMAGE2D'};")
-            body.append(f"        desc.image_width = (size_t){n}_width;")
-            body.append(f"        desc.image_height = (size_t){n}_height;")
-            if array.dims == 3:
-                body.append(f"        desc.image_depth = (size_t){n}_depth;")
-            body.append(f"        mem[{i}] = clCreateImage(k->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, &fmt, &desc,"
-                        f" (void*){n}, &err);")
+            body.append(f"        cl_image_format imcl_fmt = {{{channels}, {ctype}}};")
+            body.append("        cl_image_desc imcl_desc;")
+            body.append("        memset(&imcl_desc, 0, sizeof(imcl_desc));")
+            body.append(f"        imcl_desc.image_type = {'CL_MEM_OBJECT_IMAGE3D' if array.dims == 3 else 'CL_MEM_OBJECT_IMAGE2D'};")
+            for e in ("width", "height", "depth")[: array.dims]:
+                body.append(f"        imcl_desc.image_{e} = (size_t){derived(n, e)};")
+            body.append(f"        imcl_mem[{i}] = clCreateImage(imcl_k->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, &imcl_fmt, &imcl_desc,"
+                        f" (void*){hn[n]}, &imcl_err);")
             body.append("    }")
         else:
             flags = "CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR"
-            body.append(f"    mem[{i}] = clCreateBuffer(k->context, {flags}, {bytes_expr}, (void*){n}, &err);")
-        body.append("    if (err != CL_SUCCESS) goto done;")
+            body.append(f"    imcl_mem[{i}] = clCreateBuffer(imcl_k->context, {flags}, {bytes_expr}, (void*){hn[n]}, &imcl_err);")
+        body.append("    if (imcl_err != CL_SUCCESS) goto imcl_done;")
 
     body.append("    {")
-    body.append("        cl_uint a = 0;")
+    body.append("        cl_uint imcl_a = 0;")
     scalar_types = {p.name: p.type for p in info.params}
     for a in args:
         if a.role in ("buffer", "image"):
-            body.append(f"        err |= clSetKernelArg(k->kernel, a++, sizeof(cl_mem), &mem[{mem_index[a.param]}]);")
+            body.append(f"        imcl_err |= clSetKernelArg(imcl_k->kernel, imcl_a++, sizeof(cl_mem), &imcl_mem[{mem_index[a.param]}]);")
         elif a.role == "extent":
             axis = ("width", "height", "depth")[a.axis]
-            body.append(f"        {{ cl_int v = {a.param}_{axis}; err |= clSetKernelArg(k->kernel, a++, sizeof v, &v); }}")
+            body.append(f"        {{ cl_int imcl_v = {derived(a.param, axis)}; "
+                        "imcl_err |= clSetKernelArg(imcl_k->kernel, imcl_a++, sizeof imcl_v, &imcl_v); }")
         elif a.role == "length":
-            body.append(f"        {{ cl_int v = (cl_int){a.param}_length; err |= clSetKernelArg(k->kernel, a++, sizeof v, &v); }}")
+            body.append(f"        {{ cl_int imcl_v = (cl_int){derived(a.param, 'length')}; "
+                        "imcl_err |= clSetKernelArg(imcl_k->kernel, imcl_a++, sizeof imcl_v, &imcl_v); }")
         elif a.role == "tile":
             fp = analysis.footprints[a.param]
             element = info.arrays[a.param].element
             nbytes = element.dtype.itemsize * (element.width if isinstance(element, ty.VectorType) else 1)
             factors = [f"({plan.wg[d]} * {plan.span(d)} + {fp.halo_low[d] + fp.halo_high[d]})" for d in range(dims)]
-            body.append(f"        err |= clSetKernelArg(k->kernel, a++, {nbytes} * {' * '.join(factors)}, NULL);")
+            body.append(f"        imcl_err |= clSetKernelArg(imcl_k->kernel, imcl_a++, {nbytes} * {' * '.join(factors)}, NULL);")
         else:
             t = scalar_types[a.param]
             ctype = _C_TYPES[t.c_name()]
-            body.append(f"        {{ {ctype} v = ({ctype}){a.param}; err |= clSetKernelArg(k->kernel, a++, sizeof v, &v); }}")
+            body.append(f"        {{ {ctype} imcl_v = ({ctype}){hn[a.param]}; "
+                        "imcl_err |= clSetKernelArg(imcl_k->kernel, imcl_a++, sizeof imcl_v, &imcl_v); }")
     body.append("    }")
-    body.append("    if (err != CL_SUCCESS) goto done;")
+    body.append("    if (imcl_err != CL_SUCCESS) goto imcl_done;")
 
     if info.grid:
         first = info.grid[0]
-        grid = [f"(size_t){first}_{e}" for e in ("width", "height", "depth")[:dims]]
+        grid = [f"(size_t){derived(first, e)}" for e in ("width", "height", "depth")[:dims]]
     else:
         grid = [str(s) for s in info.grid_size]
     body.append("    {")
-    body.append(f"        size_t grid[{dims}] = {{{', '.join(grid)}}};")
-    body.append(f"        const size_t per_item[{dims}] = {{{', '.join(map(str, plan.px))}}};")
+    body.append(f"        size_t imcl_grid[{dims}] = {{{', '.join(grid)}}};")
+    body.append(f"        const size_t imcl_per_item[{dims}] = {{{', '.join(map(str, plan.px))}}};")
     if plan.wg:
-        body.append(f"        const size_t local[{dims}] = {{{', '.join(map(str, plan.wg))}}};")
-    body.append(f"        size_t global[{dims}];")
-    body.append(f"        for (int d = 0; d < {dims}; d++) {{")
-    body.append("            global[d] = (grid[d] + per_item[d] - 1) / per_item[d];")
+        body.append(f"        const size_t imcl_local[{dims}] = {{{', '.join(map(str, plan.wg))}}};")
+    body.append(f"        size_t imcl_global[{dims}];")
+    body.append(f"        for (int imcl_d = 0; imcl_d < {dims}; imcl_d++) {{")
+    body.append("            imcl_global[imcl_d] = (imcl_grid[imcl_d] + imcl_per_item[imcl_d] - 1) / imcl_per_item[imcl_d];")
     if plan.wg:
-        body.append("            global[d] = (global[d] + local[d] - 1) / local[d] * local[d];")
+        body.append("            imcl_global[imcl_d] = (imcl_global[imcl_d] + imcl_local[imcl_d] - 1) / imcl_local[imcl_d] * imcl_local[imcl_d];")
     body.append("        }")
-    local_arg = "local" if plan.wg else "NULL"
-    body.append(f"        err = clEnqueueNDRangeKernel(k->queue, k->kernel, {dims}, NULL, global, {local_arg}, 0, NULL, NULL);")
-    body.append("        if (err != CL_SUCCESS) goto done;")
+    local_arg = "imcl_local" if plan.wg else "NULL"
+    body.append(f"        imcl_err = clEnqueueNDRangeKernel(imcl_k->queue, imcl_k->kernel, {dims}, NULL, imcl_global, {local_arg}, 0, NULL, NULL);")
+    body.append("        if (imcl_err != CL_SUCCESS) goto imcl_done;")
     body.append("    }")
     for n, array in info.arrays.items():
         if array.is_written:
             base = _C_TYPES[ty.element_scalar(array.element).name]
-            body.append(f"    err = clEnqueueReadBuffer(k->queue, mem[{mem_index[n]}], CL_TRUE, 0, "
-                        f"({count_expr(array)}) * sizeof({base}), {n}, 0, NULL, NULL);")
-            body.append("    if (err != CL_SUCCESS) goto done;")
-    body.append("    err = clFinish(k->queue);")
-    body.append("done:")
-    body.append(f"    for (int i = 0; i < {max(1, len(info.arrays))}; i++)")
-    body.append("        if (mem[i]) clReleaseMemObject(mem[i]);")
-    body.append("    return err;")
+            body.append(f"    imcl_err = clEnqueueReadBuffer(imcl_k->queue, imcl_mem[{mem_index[n]}], CL_TRUE, 0, "
+                        f"({count_expr(array)}) * sizeof({base}), {hn[n]}, 0, NULL, NULL);")
+            body.append("    if (imcl_err != CL_SUCCESS) goto imcl_done;")
+    body.append("    imcl_err = clFinish(imcl_k->queue);")
+    body.append("imcl_done:")
+    body.append(f"    for (int imcl_i = 0; imcl_i < {max(1, len(info.arrays))}; imcl_i++)")
+    body.append("        if (imcl_mem[imcl_i]) clReleaseMemObject(imcl_mem[imcl_i]);")
+    body.append("    return imcl_err;")
 
     guard = f"IMCL_{name.upper()}_H"
     signature = f"cl_int {prefix}_run({', '.join(params)})"
@@ -305,7 +331,7 @@ cl_int {prefix}_init({prefix}* k, cl_context context, cl_device_id device, cl_co
         }}
         return err;
     }}
-    k->kernel = clCreateKernel(k->program, "{name}", &err);
+    k->kernel = clCreateKernel(k->program, "{program.kernel_symbol}", &err);
     return err;
 }}
 

@@ -36,6 +36,12 @@ class Program:
         return self.info.kernel.name
 
     @property
+    def kernel_symbol(self) -> str:
+        """The OpenCL kernel function's name (the kernel's name, renamed where it collides with
+        a word of OpenCL C)."""
+        return self.info.c_name(self.info.kernel.name)
+
+    @property
     def filename(self) -> str:
         return self.info.filename
 
@@ -138,7 +144,7 @@ class Program:
         source = self.source_of(plan)
         program = launcher.build(cl_device, source)
         launch = self.launch_for(plan, prepared)
-        return launcher.run_kernel(cl_device, program, self.name, launch, prepared)
+        return launcher.run_kernel(cl_device, program, self.kernel_symbol, launch, prepared)
 
     def tuned_config(self, device: Any = None, space: Optional[Space] = None) -> Optional[dict]:
         """The configuration `imagecl tune` recorded for this program on `device`, if there is one
@@ -162,7 +168,7 @@ class Program:
         values: list = []
         for arg in kernel_args(self.info, plan):
             if arg.role in ("buffer", "image"):
-                values.append((arg.role, arg.name))
+                values.append((arg.role, arg.param))
             elif arg.role == "extent":
                 shape = prepared.arrays[arg.param].shape
                 dims = self.info.arrays[arg.param].dims

@@ -399,3 +399,38 @@ def test_local_array_copy_in_a_3d_grid(config):
     v = rng.integers(0, 37, (5, 6, 7)).astype(np.int32)
     t = rng.integers(-1000, 1000, 37).astype(np.int32)
     np.testing.assert_array_equal(prog(v=v, t=t, config=config)["o"], t[v])
+
+
+# Names that are OpenCL C words are renamed in the generated code (ir/names.py); every pass that
+# writes a parameter's name into the source must use the renamed one.
+RENAMED_NAMES_SOURCE = """\
+#pragma imcl grid(global, out)
+#pragma imcl boundary_cond(global:mirror)
+void conv(Image<float> global, Image<float> out, float local[3][3]) {
+    float sum = 0.0f;
+    for (int i = -1; i < 2; i++) {
+        for (int j = -1; j < 2; j++) {
+            sum += global[idx + i][idy + j] * local[i + 1][j + 1];
+        }
+    }
+    out[idx][idy] = sum;
+}
+"""
+
+
+@pytest.mark.parametrize("config", [
+    {"local_local": 1, "image_local": 1, "interior": 1, "wg_x": 4, "wg_y": 2},
+    {"local_local": 1, "local_global": 1, "interior": 1, "px_x": 4, "vector_x": 0, "wg_x": 2, "wg_y": 2},
+    {"image_local": 1, "image_global": 1, "interior": 1, "px_x": 2, "interleaved": 1, "wg_x": 4, "wg_y": 4},
+    {"constant_local": 1, "interior": 1, "vector_x": 1, "px_x": 4, "wg_x": 4, "wg_y": 2},
+], ids=["local+image array", "local tile+array", "images", "vector"])
+def test_passes_use_the_renamed_names(config):
+    from scipy import ndimage
+    prog = imagecl.compile(RENAMED_NAMES_SOURCE, filename="renamed.icl")
+    rng = np.random.default_rng(3)
+    image = rng.random((29, 64), dtype=np.float32)
+    weights = rng.random((3, 3), dtype=np.float32)
+    # out(x, y) = sum_ij in(x+i, y+j) * w[i+1][j+1]: a correlation with w indexed [x][y]
+    expected = ndimage.correlate(image, weights.T, mode="mirror")
+    got = prog(**{"global": image, "local": weights}, config=config)["out"]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

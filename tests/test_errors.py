@@ -13,7 +13,7 @@ import imagecl
 HEAD = "#pragma imcl grid(inp, out)\n"
 SIG = "void f(Image<float> inp, Image<float> out) {\n"
 
-# (id, source, expected line, message fragment)
+# (id, source, expected line, message fragment[, expected column])
 CASES = [
     # ---- lexical and syntax errors -------------------------------------------------------
     ("missing-semicolon", HEAD + SIG + "    float a = inp[idx][idy]\n    out[idx][idy] = a;\n}\n", 3,
@@ -28,6 +28,8 @@ CASES = [
     ("bad-character", HEAD + SIG + "    out[idx][idy] = inp[idx][idy] @ 2.0f;\n}\n", 3, "unexpected character '@'"),
     ("bad-number", HEAD + SIG + "    out[idx][idy] = 1.2.3;\n}\n", 3, "invalid number literal '1.2.3'"),
     ("bad-suffix", HEAD + SIG + "    out[idx][idy] = 12abc;\n}\n", 3, "invalid number literal"),
+    ("hex-float-no-exponent", HEAD + SIG + "    out[idx][idy] = 0x1.8;\n}\n", 3,
+     "hexadecimal floating constant '0x1.8' has no exponent", 21),
     ("unterminated-comment", HEAD + SIG + "    /* never closed\n    out[idx][idy] = 1.0f;\n}\n", 3,
      "unterminated comment"),
     ("string-literal", HEAD + SIG + '    out[idx][idy] = "one";\n}\n', 3, "string literals are not supported"),
@@ -72,8 +74,22 @@ CASES = [
     ("idz-in-2d", HEAD + SIG + "    out[idx][idy] = inp[idx][idy] + idz;\n}\n", 3, "'idz' is only defined for 3-D grids"),
     ("assign-grid-index", HEAD + SIG + "    idx = 0;\n    out[idx][idy] = 1.0f;\n}\n", 3,
      "cannot assign to the grid index 'idx'"),
-    ("reserved-word", HEAD + SIG + "    float local = 1.0f;\n    out[idx][idy] = local;\n}\n", 3, "reserved word"),
-    ("imcl-prefix", HEAD + SIG + "    float imcl_x = 1.0f;\n    out[idx][idy] = imcl_x;\n}\n", 3, "reserved for generated code"),
+    # C keywords and the language's type names are not names (OpenCL C words are: renamed)
+    ("c-keyword", HEAD + SIG + "    float static = 1.0f;\n    out[idx][idy] = static;\n}\n", 3,
+     "'static' is a C keyword and cannot be used as a name", 11),
+    ("c-keyword-parameter", "#pragma imcl grid(out)\nvoid f(Image<float> out, int register) {\n"
+     "    out[idx][idy] = register;\n}\n", 2, "'register' is a C keyword and cannot be used as a name", 30),
+    ("type-name-as-name", HEAD + SIG + "    int uchar = 1;\n    out[idx][idy] = uchar;\n}\n", 3,
+     "'uchar' is a type name and cannot be used as a name", 9),
+    ("keyword-as-function-name", "float auto(float v) {\n    return v;\n}\n" + HEAD + SIG
+     + "    out[idx][idy] = inp[idx][idy];\n}\n", 1, "'auto' is a C keyword and cannot be used as a name", 7),
+    ("keyword-as-tunable", "#pragma imcl tunable(switch: 1, 2)\n" + HEAD + SIG + "    out[idx][idy] = 1.0f;\n}\n", 1,
+     "'switch' is a C keyword and cannot be used as a name", 22),
+    ("depth-of-2d-unsubscripted", "#pragma imcl grid(a, out)\nvoid f(Image<float> a, Image<float> out) {\n"
+     "    out[idx][idy] = a.depth;\n}\n", 3, "'a.depth' is only defined for 3-D images", 23),
+    ("depth-before-2d-use", "#pragma imcl grid(out)\nvoid f(Image<float> a, Image<float> out) {\n"
+     "    float d = a.depth;\n    out[idx][idy] = a[idx][idy] + d;\n}\n", 3, "'a.depth' is only defined for 3-D images",
+     17),
     # ---- types ------------------------------------------------------------------------------------
     ("float-modulo", HEAD + SIG + "    out[idx][idy] = inp[idx][idy] % 2.0f;\n}\n", 3, "invalid operands to binary '%'"),
     ("float-shift", HEAD + SIG + "    out[idx][idy] = inp[idx][idy] << 1;\n}\n", 3, "invalid operands to binary '<<'"),
@@ -158,7 +174,7 @@ CASES = [
 
 
 def _check(case):
-    name, source, line, fragment = case
+    name, source = case[:2]
     with pytest.raises(imagecl.CompileError) as info:
         imagecl.compile(source, filename=f"{name}.icl")
     err = info.value
@@ -167,9 +183,11 @@ def _check(case):
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_malformed_program_reports_line_and_message(case):
-    name, source, line, fragment = case
+    name, source, line, fragment = case[:4]
     err = _check(case)
     assert err.line == line, f"reported line {err.line}, expected {line}:\n{err}"
+    if len(case) > 4:
+        assert err.column == case[4], f"reported column {err.column}, expected {case[4]}:\n{err}"
     assert fragment in err.message, f"message {err.message!r} lacks {fragment!r}"
     text = str(err)
     # file:line:col: error: message, then the source line and a caret under the column
@@ -209,7 +227,7 @@ def _cli(*args, cwd=None):
     "missing-semicolon", "unknown-pragma", "race-read-neighbour", "unterminated-comment", "recursion")],
     ids=lambda c: c[0])
 def test_cli_reports_errors_without_traceback(tmp_path, case):
-    name, source, line, fragment = case
+    name, source, line, fragment = case[:4]
     path = tmp_path / f"{name}.icl"
     path.write_text(source)
     for command in ("check", "compile"):

@@ -163,3 +163,32 @@ err = imcl_raycasting_run(&k, volume, {vw}, {vh}, {d}, output, {w}, {h}, transfe
     description = json.loads((tmp_path / "tuned" / "raycasting.json").read_text())
     transfer_arg = next(a for a in description["arguments"] if a["name"] == "transfer")
     assert transfer_arg["role"] == "image" and "image1d_t" in transfer_arg["type"]
+
+
+def test_names_that_meet_opencl_c_and_the_wrapper(tmp_path):
+    """Parameter names that are OpenCL C words (`kernel`, `local`, `INT_MAX`), the wrapper's
+    former locals (`k`, `err`, `mem`, `a`) or another parameter's extent (`a_width`)."""
+    prog = imagecl.compile(textwrap.dedent("""\
+        #pragma imcl grid(a, out)
+        #pragma imcl boundary_cond(a:clamped)
+        void kernel(Image<float> a, Image<float> out, float k, int a_width, int err, int INT_MAX, float* local) {
+            float mem = a[idx + 1][idy] + a[idx][idy - 1];
+            out[idx][idy] = mem * k + a_width + err * INT_MAX + local[idx % 3];
+        }
+        """), filename="names.icl")
+    h, w = 9, 11
+    rng = np.random.default_rng(8)
+    img = rng.random((h, w), dtype=np.float32)
+    img.tofile(tmp_path / "a.bin")
+    extra = np.array([0.5, 1.5, 2.5], np.float32)
+    config = {"image_a": 1, "local_a": 1, "wg_x": 4, "wg_y": 2}
+    body = f"""float* a = (float*)slurp("a.bin", &size);
+float local[3] = {{0.5f, 1.5f, 2.5f}};
+float* out = (float*)calloc({h * w}, sizeof(float));
+err = imcl_kernel_run(&k, a, {w}, {h}, out, {w}, {h}, 2.0f, 5, 3, 7, local, 3);"""
+    save = f"""FILE* f = fopen("out.bin", "wb"); fwrite(out, sizeof(float), {h * w}, f); fclose(f);"""
+    build_and_run(tmp_path, prog, config, body, save)
+    expected = prog(a=img, k=2.0, a_width=5, err=3, INT_MAX=7, local=extra, config=config)["out"]
+    np.testing.assert_allclose(np.fromfile(tmp_path / "out.bin", np.float32).reshape(h, w), expected, rtol=1e-6)
+    description = json.loads((tmp_path / "tuned" / "kernel.json").read_text())
+    assert description["kernel"] == "kernel" and description["opencl_kernel"] == "imcl_v_kernel_"

@@ -51,7 +51,8 @@ What a generated program contains (``programs()``):
 * statements: declarations (several declarators, ``T v; v = e;``), ``=`` and
   every compound assignment on variables of every type, ``++``/``--`` (also
   ``w = v++``), ``if``/``else`` (braced or not), ``for`` loops counting up, down,
-  by 2 or over ``uint``, ``while`` and ``do``/``while`` loops, nested loops,
+  by 2 or over ``uint``, ``while`` and ``do``/``while`` loops, loops with a huge
+  nominal bound that ``break`` ends early, nested loops,
   ``break``/``continue``, private arrays (``T m[N]``) filled by a loop or
   element by element, read and written at constant, loop-variable, masked,
   clamped or ``% N`` indices;
@@ -83,9 +84,11 @@ reports the failing blocks as small stand-alone reproducers.
 
 import contextlib
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -677,9 +680,10 @@ class Jump:
 class Loop:
     """kind: for | for_u | for_down | for_step | while | dowhile."""
 
-    def __init__(self, kind, var, n, body, incr, bound=None):
+    def __init__(self, kind, var, n, body, incr, bound=None, big=None):
         self.kind, self.var, self.n, self.body, self.incr = kind, var, n, body, incr
         self.bound = bound      # constant expression printed instead of the literal bound
+        self.big = big          # for_big: nominal bound; `if (i >= n) break;` ends the loop
 
     def lines(self, mode, ind):
         v, inner = self.var, ind + "    "
@@ -689,6 +693,9 @@ class Loop:
         if self.kind == "for":
             incr = {"++": v + "++", "pre": "++" + v, "+=": v + " += 1", "=": "%s = %s + 1" % (v, v)}[self.incr]
             return [ind + "for (int %s = 0; %s < %s; %s) {" % (v, v, n, incr)] + body + [ind + "}"]
+        if self.kind == "for_big":
+            return ([ind + "for (int %s = 0; %s < %d; %s++) {" % (v, v, self.big, v),
+                     inner + "if (%s >= %s) break;" % (v, n)] + body + [ind + "}"])
         if self.kind == "for_u":
             if self.bound is None:
                 n += "u"
@@ -1188,6 +1195,13 @@ class Model:
             if s.kind in ("for", "for_u"):
                 env[v] = [INT if s.kind == "for" else UINT, 0]
                 while env[v][1] < n:
+                    body()
+                    env[v][1] += 1
+            elif s.kind == "for_big":
+                env[v] = [INT, 0]
+                while env[v][1] < s.big:
+                    if env[v][1] >= n:
+                        break
                     body()
                     env[v][1] += 1
             elif s.kind == "for_down":
@@ -2030,7 +2044,7 @@ class Gen:
 
     def s_loop(self, depth):
         kind = self.wpick([(4, "for"), (1, "for_u"), (1, "for_down"), (1, "for_step"),
-                           (1, "while"), (1, "dowhile")])
+                           (1, "while"), (1, "dowhile"), (1, "for_big")])
         n = self.int(0, 3)
         trips = max(n, 1) if kind == "dowhile" else n
         fr = Frame(trips)
@@ -2073,7 +2087,8 @@ class Gen:
         self.scopes.append([])
         var = self.fresh("i" if kind.startswith("for") else "w")
         vt = UINT if kind == "for_u" else INT
-        vav = {"for": IAV(0, max(n - 1, 0)), "for_u": IAV(0, max(n - 1, 0)), "for_down": IAV(1, max(n, 1)),
+        vav = {"for": IAV(0, max(n - 1, 0)), "for_big": IAV(0, max(n - 1, 0)),
+               "for_u": IAV(0, max(n - 1, 0)), "for_down": IAV(1, max(n, 1)),
                "for_step": IAV(0, max(2 * n - 2, 0)), "while": IAV(0, max(n - 1, 0)),
                "dowhile": IAV(-1 if n == 0 else 0, max(n - 1, -1))}[kind]
         self.declare(var, vt, vav, mutable=False)
@@ -2087,7 +2102,8 @@ class Gen:
         for m in names:
             self.state[m] = entry[m] if m in fr.mutated else saved[m]
         bound = self.const_expr(2 * n if kind == "for_step" else n) if self.chance(30) else None
-        return [Loop(kind, var, n, body, self.pick(["++", "pre", "+=", "="]), bound)]
+        big = self.pick([1000, 65536, 2000000000]) if kind == "for_big" else None
+        return [Loop(kind, var, n, body, self.pick(["++", "pre", "+=", "="]), bound, big)]
 
     def stmt(self, depth):
         opts = [(4, "decl"), (4, "assign"), (1, "incdec"), (1, "postassign"), (1, "array"),
@@ -2245,11 +2261,11 @@ def compare_outputs(prog, expected, got):
             yy, xx = map(int, np.argwhere(bad)[0])
             problems.append(
                 "output %s (Image<%s>): %d of %d pixels differ; first at [idx=%d][idy=%d]: "
-                "expected %r, got %r%s\n  inputs there: x=a=%d y=b=%r z=c=%d s=%d t=%r\n"
+                "expected %r, got %r%s\n  inputs there: x=a=%d y=b=%r z=c=%d s=%d t=%r u=%d\n"
                 "  block:\n%s" % (
                     name, ty.name, int(bad.sum()), bad.size, xx, yy, e[yy, xx].item(), g[yy, xx].item(),
                     (" (tolerance %g)" % (4 * store_err(prog.blocks[i]))) if ty.is_float else "",
-                    A[yy, xx], float(B[yy, xx]), C[yy, xx], prog.s, prog.t, prog.block_text(i)))
+                    A[yy, xx], float(B[yy, xx]), C[yy, xx], prog.s, prog.t, prog.u, prog.block_text(i)))
     return problems
 
 
@@ -2350,12 +2366,66 @@ def _check_program(prog, expected, variant):
                          + ("\n".join(alone) if alone else "(no block fails on its own)"))
 
 
+_PLAIN = []
+
+
+def run_plain_opencl(prog):
+    """Run prog.render("ocl") -- the same program as plain OpenCL C, buffers
+    instead of images, boundary conditions by hand -- directly with pyopencl."""
+    import pyopencl as cl
+    if not _PLAIN:
+        _PLAIN.append(cl.create_some_context(interactive=False))
+        _PLAIN.append(cl.CommandQueue(_PLAIN[0]))
+    ctx, queue = _PLAIN
+    with warnings.catch_warnings():          # clang's implicit-conversion warnings
+        warnings.simplefilter("ignore")
+        kernel = cl.Program(ctx, prog.render("ocl")).build().prop
+    mf = cl.mem_flags
+    ins = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.ascontiguousarray(v)) for v in prog.inputs()]
+    outs = [np.zeros((prog.height, prog.width), t.dtype) for t in prog.out_types]
+    bufs = [cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=o) for o in outs]
+    kernel(queue, (prog.width, prog.height), None, *ins, np.int32(prog.s), np.float32(prog.t),
+           np.uint32(prog.u), *bufs, np.int32(prog.width), np.int32(prog.height))
+    for o, b in zip(outs, bufs):
+        cl.enqueue_copy(queue, o, b)
+    queue.finish()
+    return {"o%d" % i: o for i, o in enumerate(outs)}
+
+
+@settings(max_examples=6, deadline=None, derandomize=True, database=None, print_blob=False,
+          phases=(Phase.explicit, Phase.reuse, Phase.generate), suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_model_agrees_with_plain_opencl(prog):
+    """Validates the reference model itself, independently of imagecl.  (Offline,
+    thousands of random programs were checked this way.)"""
+    problems = compare_outputs(prog, Model(prog).run(), run_plain_opencl(prog))
+    assert not problems, "\n".join(problems) + "\n\nOpenCL program:\n" + prog.render("ocl")
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None, print_blob=False,
+          phases=(Phase.explicit, Phase.reuse, Phase.generate), suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_generator_invariants(prog):
+    """No OpenCL: the model re-checks every value against the generator's
+    interval/exactness analysis (GeneratorBug otherwise)."""
+    Model(prog).run()
+
+
 # No shrinking: every step would cost an OpenCL build; check_program reports the
 # failing block(s) as stand-alone reproducers instead.
-@settings(max_examples=75, deadline=None, derandomize=True, database=None, print_blob=False,
+@settings(max_examples=55, deadline=None, derandomize=True, database=None, print_blob=False,
           phases=(Phase.explicit, Phase.reuse, Phase.generate), suppress_health_check=list(HealthCheck))
 @given(programs())
 def test_random_programs(prog):
+    check_program(prog)
+
+
+@pytest.mark.slow
+@settings(max_examples=500, deadline=None, derandomize=True, database=None, print_blob=False,
+          phases=(Phase.explicit, Phase.reuse, Phase.generate), suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_many_random_programs(prog):
+    """The same property over more (and other) programs: `pytest -m slow` (about 8 minutes)."""
     check_program(prog)
 
 
@@ -2545,3 +2615,56 @@ def test_constant_expressions_follow_c_conversions():
                         if p.name.startswith("unroll") for v in p.values]
     for config in configs:
         np.testing.assert_array_equal(prog(a=A, config=config)["o"], expected, err_msg=str(config))
+
+
+def test_huge_nominal_trip_count():
+    """A loop with a huge constant bound that `break` ends early is valid C; the
+    compiler's loop analyses must not enumerate its iterations."""
+    src = ("#pragma imcl grid(a, o)\n"
+           "void big(Image<int> a, Image<int> o) {\n"
+           "    int s = 0;\n"
+           "    for (int i = 0; i < 2000000000; i++) {\n"
+           "        if (i >= 4) break;\n"
+           "        s += a[idx + (i & 1)][idy] + i;\n"
+           "    }\n"
+           "    o[idx][idy] = s;\n"
+           "}\n")
+    A = np.arange(12, dtype=np.int32).reshape(3, 4)
+    right = np.zeros_like(A)
+    right[:, :-1] = A[:, 1:]
+    with memory_cap():
+        got = imagecl.compile(src, filename="big.icl")(a=A)["o"]
+    np.testing.assert_array_equal(got, 2 * A + 2 * right + 6)
+
+
+def test_huge_loop_footprint_is_unknown_and_variants_agree():
+    """An image read at `idx + i` in a loop of huge nominal bound has no bounded footprint
+    (no local-memory tile for it, no crash); every variant of the space still agrees with
+    NumPy."""
+    src = ("#pragma imcl grid(o)\n"
+           "void big(Image<int> a, Image<int> o) {\n"
+           "    int s = 0;\n"
+           "    for (int i = 0; i < 2000000000; i++) {\n"
+           "        if (i > 2) break;\n"
+           "        s += a[idx + i][idy - 1];\n"
+           "    }\n"
+           "    for (unsigned k = 0; k < 4000000000u; k += 2000000000u)\n"
+           "        s += (int)(k / 1000000000u);\n"
+           "    for (int j = 0; j < 3; j++)\n"
+           "        s += a[idx][idy + j];\n"
+           "    o[idx][idy] = s;\n"
+           "}\n")
+    with memory_cap():
+        prog = imagecl.compile(src, filename="big.icl")
+        A = np.arange(35, dtype=np.int32).reshape(5, 7) * 3 + 1
+        pad = np.zeros((5 + 4, 7 + 4), np.int32)
+        pad[2:-2, 2:-2] = A
+        expected = 2 + sum(pad[1:-3, 2 + i:2 + i + 7] for i in range(3)) + sum(pad[2 + j:2 + j + 5, 2:-2] for j in range(3))
+        space = prog.space_for(problem_shape=(7, 5))
+        names = {p.name for p in space.parameters}
+        assert not prog.analysis_for({}).footprints["a"].bounded
+        assert "local_a" not in names and "image_a" in names
+        configs = [space.complete({})] + space.random(6, seed=3)
+        for config in configs:
+            np.testing.assert_array_equal(prog(a=A, o=np.zeros_like(A), config=config)["o"], expected,
+                                          err_msg=str(config))

@@ -355,3 +355,131 @@ def test_cli_compile_writes_file_and_check_reports(tmp_path):
     assert "__kernel void" in out.read_text()
     check = _cli("check", str(EXAMPLES / "median.icl"))
     assert check.returncode == 0 and "ok" in check.stdout
+
+
+def test_hexadecimal_float_literals():
+    """C99 hex floats: float type, exact value (also in integer constant expressions)."""
+    literals = ["0x1p2f", "0x1.8p-3", "0X.8P1", "0xA.Cp+4", "-0x1.fffffep127f", "0x1p-149f", "0x1.000002p0"]
+    lines = [f"    v[{i}] = {lit};" for i, lit in enumerate(literals)]
+    src = ("#pragma imcl grid_size(8, 1)\n"
+           "void hexf(float* o, int* n) {\n"
+           f"    float v[(int)0x1p3f - (int)0x1.8p1 + {len(literals) - 5}];\n"  # 8 - 3 + 2 = 7 elements
+           + "\n".join(lines) + "\n"
+           "    v[idx % 7] = v[idx % 7] + (0x1p0 - 1.0f);\n"
+           "    o[idx] = idx < 7 ? v[idx] : 0x1p4f * 2;\n"
+           "    n[idx] = (int)0x1.8p4 + idx;\n"
+           "}\n")
+    prog = imagecl.compile(src, filename="hexf.icl")
+    out = prog(o=np.zeros(8, np.float32), n=np.zeros(8, np.int32))
+    expected = np.array([float.fromhex(t.rstrip("fF")) for t in literals] + [32.0], dtype=np.float32)
+    np.testing.assert_array_equal(out["o"], expected)
+    np.testing.assert_array_equal(out["n"], 24 + np.arange(8))
+    decl = prog.info.kernel.body.body[0]
+    assert decl.var_type.shape == (7,)
+
+
+def test_unsubscripted_images_are_allowed():
+    """An image that is never subscripted has no dimension from its use: a grid image takes
+    the grid's, the grid is 3-D only if idz (or a grid image's .depth) is used, and any other
+    such image is 2-D unless its .depth is used."""
+    unused = imagecl.compile("#pragma imcl grid(o)\nvoid f(Image<float> a, Image<float> o, float k) {\n"
+                             "    o[idx][idy] = k;\n}\n", filename="unused.icl")
+    assert unused.info.arrays["a"].dims == 2
+    out = unused(a=rand((3, 5)), o=np.zeros((4, 6), np.float32), k=2.5)["o"]
+    np.testing.assert_array_equal(out, np.full((4, 6), 2.5, np.float32))
+    with pytest.raises(imagecl.ArgumentError, match="'a'"):
+        unused(a=rand((2, 3, 5)), o=np.zeros((4, 6), np.float32), k=2.5)
+
+    sizes = imagecl.compile("#pragma imcl grid(g, o)\nvoid f(Image<int> g, Image<float> a, Image<float> v,"
+                            " Image<int> o) {\n    o[idx][idy] = g.width + 10 * a.width + 100 * a.height"
+                            " + 1000 * v.depth + idx;\n}\n", filename="sizes.icl")
+    dims = {n: sizes.info.arrays[n].dims for n in ("g", "a", "v")}
+    assert dims == {"g": 2, "a": 2, "v": 3}
+    out = sizes(g=np.zeros((4, 6), np.int32), a=rand((3, 5)), v=rand((7, 2, 2)))["o"]
+    np.testing.assert_array_equal(out, 6 + 50 + 300 + 7000 + np.arange(6)[None, :] + np.zeros((4, 1), np.int32))
+
+    volume = imagecl.compile("#pragma imcl grid(a)\nvoid f(Image<float> a, int* p) {\n"
+                             "    p[idx + a.width * (idy + a.height * idz)] = idz;\n}\n", filename="vol.icl")
+    assert volume.info.grid_dims == 3
+    out = volume(a=rand((2, 3, 4)), p=np.full(24, -1, np.int32))["p"]
+    np.testing.assert_array_equal(out, np.repeat(np.arange(2), 12))
+
+
+OPENCL_WORDS_PROGRAM = """#pragma imcl grid(kernel, out)
+#pragma imcl boundary_cond(kernel:wrap)
+#pragma imcl tunable(x: 1, 2)
+#pragma imcl tunable(s0: 3)
+float sinpi(float vec_step) {
+    return vec_step * 2.0f;
+}
+float imcl_helper(float M_PI) {
+    return M_PI + 1.0f;
+}
+void global(Image<float> kernel, Image<float> out, float local, int INT_MAX, float read_imagef[3]) {
+    float FLT_MAX = 1.0f;
+    int pipe = 2, image2d_array_t = 3, NAN = x, CLK_LOCAL_MEM_FENCE = s0;
+    float4 half4 = (float4)(1.0f, 2.0f, 3.0f, 4.0f);
+    float constant = half4.x + half4.w;
+    float private[2];
+    private[0] = 1.0f;
+    private[1] = 2.0f;
+    int __reserved = 1, _Under = 2, imcl_v_M_PI_ = 3, imcl_tile_kernel = 4, get_global_id = 5, M_PI = 6;
+    float dot = 0.0f;
+    for (int read_only = 0; read_only < 3; read_only++)
+        dot += read_imagef[read_only];
+    out[idx][idy] = sinpi(kernel[idx + 1][idy]) + kernel[idx][idy - 1] + imcl_helper(FLT_MAX) + local * INT_MAX
+                    + pipe + image2d_array_t + NAN + CLK_LOCAL_MEM_FENCE + constant + private[1] + __reserved
+                    + _Under + imcl_v_M_PI_ + imcl_tile_kernel + get_global_id + M_PI + dot + sqrt(4.0f);
+}
+"""
+
+
+def test_opencl_words_are_valid_names():
+    """OpenCL C keywords, macros, types and built-in function names, names starting with '_'
+    or 'imcl_' are ordinary C names: renamed in the generated code, in every variant, without
+    colliding with each other or with the generated code's names."""
+    prog = imagecl.compile(OPENCL_WORDS_PROGRAM, filename="words.icl")
+    kernel = RNG.random((6, 7)).astype(np.float32)
+    weights = np.array([1, 2, 4], np.float32)
+    right = np.roll(kernel, -1, axis=1)  # kernel[idx + 1][idy], wrapped
+    up = np.roll(kernel, 1, axis=0)      # kernel[idx][idy - 1], wrapped
+    space = prog.space_for(problem_shape=(7, 6))
+    names = {p.name for p in space.parameters}
+    assert {"image_kernel", "local_kernel", "x", "s0"} <= names
+    unroll = next(n for n in names if n.startswith("unroll_"))
+    configs = [{}, {"x": 2, "image_kernel": 1, unroll: 3},
+               {"local_kernel": 1, "px_x": 2, "wg_x": 2, "wg_y": 2, "interleaved": 1, unroll: 3}]
+    for config in configs:
+        x = config.get("x", 1)
+        expected = (2 * right + up + 2 + 0.5 * 4 + 2 + 3 + x + 3 + (1 + 4) + 2 + 1 + 2 + 3 + 4 + 5 + 6 + 7 + 2)
+        out = prog(kernel=kernel, local=0.5, INT_MAX=4, read_imagef=weights, config=config)["out"]
+        np.testing.assert_allclose(out, expected, rtol=1e-6, err_msg=str(config))
+    source = prog.opencl_source(configs[2])
+    assert "__kernel void imcl_v_global_(" in source and "#define imcl_v_x_ 1" in source
+    assert "imcl_v_M_PI_ = 6" in source and "imcl_v_imcl_v_M_PI__ = 3" in source
+
+
+def test_renamed_names_cannot_collide():
+    from imagecl.ir import names
+
+    users = ["M_PI", "imcl_v_M_PI_", "imcl_v_M_PI__", "kernel", "x", "a", "imcl_a_w", "__x", "_X", "sin"]
+    mapping = {u: names.c_names(users).get(u, u) for u in users}
+    assert len(set(mapping.values())) == len(users)
+    assert mapping["x"] == "x" and mapping["a"] == "a"                     # ordinary names keep theirs
+    assert names.c_names([], ["x", "s0", "lo", "img", "K"]) == {n: f"imcl_v_{n}_" for n in ("x", "s0", "lo", "img")}
+    for user, c in mapping.items():                                        # no user name survives with the
+        assert not c.startswith("imcl_") or c.startswith("imcl_v_") and c.endswith("_")  # generated prefix
+
+
+def test_array_sizes_follow_c_conversions():
+    """Array sizes are folded before semantic analysis; they still follow C's conversions
+    (a size of 4294967300 would be a 4 GB private array that crashes the OpenCL driver)."""
+    prog = imagecl.compile("#pragma imcl grid_size(4, 1)\nvoid f(int* o) {\n"
+                           "    uchar m[+(1 ? 165 : 2147483648u) + 4294967135u];\n"
+                           "    int n[-1 + 3u][(char)260];\n"
+                           "    for (int i = 0; i < 4; i++) m[i] = i * 10;\n"
+                           "    n[1][3] = 7;\n"
+                           "    o[idx] = m[idx] + n[1][3];\n}\n", filename="sizes.icl")
+    decls = [s for s in prog.info.kernel.body.body if hasattr(s, "var_type")]
+    assert [d.var_type.shape for d in decls] == [(4,), (2, 4)]
+    np.testing.assert_array_equal(prog(o=np.zeros(4, np.int32))["o"], np.arange(4) * 10 + 7)

@@ -101,3 +101,64 @@ def test_extreme_variants_match_naive(path):
         except imagecl.ConfigError:
             continue  # e.g. local memory too small on this device for that corner
         assert_same(prog(**args, config=full), expected, full)
+
+
+# ---- images in image memory with different boundary conditions ------------------------------------
+
+MODES = ("constant", "clamped", "mirror", "wrap")
+NUMPY_PAD = {"constant": "constant", "clamped": "edge", "mirror": "reflect", "wrap": "wrap"}
+
+
+def _mixed_modes_program(modes: tuple[str, ...]) -> imagecl.Program:
+    """One image per mode, read in a dead ternary (where PoCL merged reads through different
+    samplers and crashed) and at offsets reaching past every edge."""
+    names = [f"m{i}" for i in range(len(modes))]
+    params = ", ".join(f"Image<float> {n}" for n in names)
+    conds = ", ".join(f"{n}:{m}" for n, m in zip(names, modes))
+    lines = [f"#pragma imcl grid({names[0]}, o)", f"#pragma imcl boundary_cond({conds})",
+             f"void mixed({params}, Image<float> o) {{", "    float s = 0.0f;"]
+    for i, n in enumerate(names):
+        other = names[(i + 1) % len(names)]
+        lines.append(f"    float dead{i} = idx > 0 ? {other}[idx][idy] : {n}[idx][idy];")
+        lines.append(f"    s += {i + 1}.0f * ({n}[idx - 3][idy + 2] + 2.0f * {n}[idx + 4][idy - 5]);")
+    lines += ["    o[idx][idy] = s;", "}"]
+    return imagecl.compile("\n".join(lines) + "\n", filename="mixed.icl")
+
+
+def _mixed_modes_reference(images: list, modes: tuple[str, ...]) -> np.ndarray:
+    h, w = images[0].shape
+    out = np.zeros((h, w))
+    for i, (img, mode) in enumerate(zip(images, modes)):
+        p = np.pad(img.astype(np.float64), 6, mode=NUMPY_PAD[mode])
+        shifted = lambda dx, dy: p[6 + dy:6 + dy + h, 6 + dx:6 + dx + w]  # noqa: E731
+        out += (i + 1) * (shifted(-3, 2) + 2 * shifted(4, -5))
+    return out
+
+
+@pytest.mark.parametrize("modes", [MODES, ("wrap", "constant"), ("constant", "clamped"), ("mirror", "wrap"),
+                                   ("constant", "constant")], ids="-".join)
+def test_image_memory_with_mixed_boundary_modes(modes):
+    prog = _mixed_modes_program(modes)
+    rng = np.random.default_rng(7)
+    images = [rng.uniform(-1, 1, (7, 9)).astype(np.float32) for _ in modes]
+    args = {f"m{i}": img for i, img in enumerate(images)}
+    expected = _mixed_modes_reference(images, modes)
+    names = list(args)
+    for chosen in [names, names[:1], names[1:], []]:
+        config = {f"image_{n}": int(n in chosen) for n in names}
+        source = prog.opencl_source(config)
+        addresses = {"CLK_ADDRESS_CLAMP" if modes[names.index(n)] == "constant" else
+                     "CLK_ADDRESS_CLAMP_TO_EDGE" if modes[names.index(n)] == "clamped" else "CLK_ADDRESS_NONE"
+                     for n in chosen}
+        if len(addresses) > 1:  # one shared sampler, boundaries by index arithmetic
+            assert source.count("__constant sampler_t") == 1 and "CLK_ADDRESS_NONE" in source
+        else:  # the native sampler path
+            assert source.count("__constant sampler_t") == len(chosen)
+            assert all(a in source for a in addresses)
+        got = prog(**args, config=config)["o"]
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=str(config))
+    # tiles in local memory loaded through image memory, coarsened and interleaved
+    config = {**{f"image_{n}": 1 for n in names}, **{f"local_{n}": 1 for n in names},
+              "wg_x": 4, "wg_y": 2, "px_x": 2, "interleaved": 1}
+    got = prog(**args, config=config)["o"]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=str(config))

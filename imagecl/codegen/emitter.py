@@ -38,6 +38,10 @@ class AccessPlan:
     def __init__(self, info: ProgramInfo) -> None:
         self.info = info
 
+    def c(self, name: str) -> str:
+        """The identifier of a user name in the generated code."""
+        return self.info.c_name(name)
+
     def extent(self, array: ArrayInfo, axis: int) -> str:
         return names(array)["whd"[axis]]
 
@@ -60,13 +64,13 @@ class AccessPlan:
 
     def image_read(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> str:
         if self.at_grid_point(array, node):
-            return f"{array.name}[{self.linear(array, coords)}]"
+            return f"{self.c(array.name)}[{self.linear(array, coords)}]"
         extents = ", ".join(self.extent(array, a) for a in range(array.dims))
-        return f"imcl_read_{array.name}({array.name}, {extents}, {', '.join(coords)})"
+        return f"imcl_read_{array.name}({self.c(array.name)}, {extents}, {', '.join(coords)})"
 
     def image_write(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> tuple[str, Optional[str]]:
         """The lvalue text of a pixel write and the guard condition it needs (None: none)."""
-        target = f"{array.name}[{self.linear(array, coords)}]"
+        target = f"{self.c(array.name)}[{self.linear(array, coords)}]"
         if self.at_grid_point(array, node):
             return target, None
         conds = [f"({c}) >= 0 && ({c}) < {self.extent(array, a)}" for a, c in enumerate(coords)]
@@ -77,14 +81,14 @@ class AccessPlan:
         flat = coords[0]
         for size, c in zip(shape[1:], coords[1:]):
             flat = f"({flat}) * {size} + ({c})"
-        return f"{array.name}[{flat}]"
+        return f"{self.c(array.name)}[{flat}]"
 
     def pointer_read(self, array: ArrayInfo, index: str) -> str:
         zero = _zero(array.element)
-        return f"(((uint)({index}) < (uint){names(array)['len']}) ? {array.name}[{index}] : {zero})"
+        return f"(((uint)({index}) < (uint){names(array)['len']}) ? {self.c(array.name)}[{index}] : {zero})"
 
     def pointer_write(self, array: ArrayInfo, index: str) -> tuple[str, Optional[str]]:
-        return f"{array.name}[{index}]", f"(uint)({index}) < (uint){names(array)['len']}"
+        return f"{self.c(array.name)}[{index}]", f"(uint)({index}) < (uint){names(array)['len']}"
 
 
 def _zero(t: ty.Type) -> str:
@@ -99,6 +103,10 @@ class Emitter:
         self.unit_indent = indent
         self.unroll = unroll or {}  # id(For node) -> (factor, LoopInfo)
         self.dynamic_unroll = dynamic_unroll or {}  # id(While/DoWhile/For node) -> factor
+
+    def c(self, name: str) -> str:
+        """The identifier of a user name in the generated code."""
+        return self.info.c_name(name)
 
     def error(self, message: str, pos: ir.Pos) -> CompileError:
         unit = self.info.unit
@@ -172,7 +180,7 @@ class Emitter:
             body = s.body.body if isinstance(s.body, ir.Block) else [s.body]
             ipad = self.unit_indent * inner
             copies.append(ipad + "{")
-            copies.append(ipad + self.unit_indent + f"const {ctype} {var.name} = {value};")
+            copies.append(ipad + self.unit_indent + f"const {ctype} {self.c(var.name)} = {value};")
             for stmt in body:
                 copies.extend(self.stmt(stmt, inner + 1))
             copies.append(ipad + "}")
@@ -239,11 +247,11 @@ class Emitter:
         const = "const " if d.is_const else ""
         t = d.var_type
         if isinstance(t, ty.ArrayType):
-            text = f"{const}{t.element.c_name()} {d.name}" + "".join(f"[{n}]" for n in t.shape)
+            text = f"{const}{t.element.c_name()} {self.c(d.name)}" + "".join(f"[{n}]" for n in t.shape)
             if d.init is not None:
                 text += " = " + self.init_list(d.init)
             return text
-        text = f"{const}{t.c_name()} {d.name}"
+        text = f"{const}{t.c_name()} {self.c(d.name)}"
         if d.init is not None:
             text += " = " + self.assigned(d.init, t)
         return text
@@ -295,10 +303,7 @@ class Emitter:
         if isinstance(e, ir.BoolLit):
             return ("true" if e.value else "false"), _PRIMARY
         if isinstance(e, ir.Name):
-            sym = e.symbol
-            if sym is not None and sym.kind == "tunable":
-                return e.name, _PRIMARY
-            return e.name, _PRIMARY
+            return self.c(e.name), _PRIMARY
         if isinstance(e, ir.Unary):
             operand = self.expr(e.operand, _UNARY)
             # keep '- -x' from becoming the '--' operator
@@ -365,7 +370,7 @@ class Emitter:
             return self.plan.array_read(self.info.arrays[sym.name], coords)
         if sym.kind == "pointer":
             return self.plan.pointer_read(self.info.arrays[sym.name], coords[0])
-        return e.base.name + "".join(f"[{c}]" for c in coords)
+        return self.c(e.base.name) + "".join(f"[{c}]" for c in coords)
 
     def assigned(self, e: ir.Expr, target: Optional[ty.Type]) -> str:
         """The value of an assignment: C converts implicitly, except scalars into vectors."""
@@ -390,7 +395,7 @@ class Emitter:
             args = []
             for a, p in zip(e.args, e.function.params):
                 args.append(self.expr(a, 2) if isinstance(p.type, ty.ArrayType) else self.convert(a, p.type, 2))
-            return f"{e.name}({', '.join(args)})"
+            return f"{self.c(e.name)}({', '.join(args)})"
         if bi.convert_target(e.name) is not None:
             return f"{e.name}({self.expr(e.args[0], 2)})"
         builtin = bi.BUILTINS[e.name]

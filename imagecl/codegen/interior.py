@@ -163,7 +163,7 @@ def inside_condition(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_ext
             array = info.arrays[name]
             size = n * array.element.dtype.itemsize
             conds.append(f"{names(array)['w']} % {n} == 0")
-            conds.append(f"((ulong){name} & {size - 1}) == 0")  # aligned N-wide accesses
+            conds.append(f"((ulong){info.c_name(name)} & {size - 1}) == 0")  # aligned N-wide accesses
     unique = list(dict.fromkeys(conds))
     lines.append(f"{pad}const bool imcl_inside = " + f"\n{pad}    && ".join(unique) + ";")
     return lines
@@ -175,12 +175,13 @@ def inside_condition(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_ext
 def direct_read(info: ProgramInfo, plan, name: str, coords: list[str]) -> str:
     """A read known to be inside the image: no boundary handling."""
     array = info.arrays[name]
+    c = info.c_name(name)
     if name in plan.image_mem:
-        return f"imcl_img_read_{name}_in({name}, {', '.join(coords)})"
+        return f"imcl_img_read_{name}_in({c}, {', '.join(coords)})"
     w = names(array)["w"]
     if array.dims == 3:
-        return f"{name}[(({coords[2]}) * {names(array)['h']} + ({coords[1]})) * {w} + ({coords[0]})]"
-    return f"{name}[({coords[1]}) * {w} + ({coords[0]})]"
+        return f"{c}[(({coords[2]}) * {names(array)['h']} + ({coords[1]})) * {w} + ({coords[0]})]"
+    return f"{c}[({coords[1]}) * {w} + ({coords[0]})]"
 
 
 def register_tile_index(tile: RegisterTile, coords: list[str]) -> str:
@@ -217,7 +218,7 @@ def load_register_tile(info: ProgramInfo, tile: RegisterTile, n: int, pad: str) 
         c = 0
         while c < tile.width:
             offset = tile.low[0] + c  # from imcl_x0, which is a multiple of n
-            at = f"{tile.image} + {base} + imcl_x0" + (f" + {offset}" if offset > 0 else f" - {-offset}" if offset else "")
+            at = f"{info.c_name(tile.image)} + {base} + imcl_x0" + (f" + {offset}" if offset > 0 else f" - {-offset}" if offset else "")
             if offset % n == 0 and c + n <= tile.width:
                 lines.append(f"{pad}vstore{n}(*(__global const {ctype}{n}*)({at}), 0, {reg} + {r * tile.width + c});")
                 c += n
@@ -232,7 +233,7 @@ def store_staged(info: ProgramInfo, name: str, n: int, pad: str) -> str:
     w, h = names(array)["w"], names(array)["h"]
     base = f"idy * {w}" if array.dims == 2 else f"(idz * {h} + idy) * {w}"
     ctype = array.element.c_name()
-    return f"{pad}*(__global {ctype}{n}*)({name} + {base} + imcl_x0) = vload{n}(0, imcl_st_{name});"
+    return f"{pad}*(__global {ctype}{n}*)({info.c_name(name)} + {base} + imcl_x0) = vload{n}(0, imcl_st_{name});"
 
 
 def _index_decls(plan, dims: int, pad: str, skip_x: bool = False) -> list[str]:

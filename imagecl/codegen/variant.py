@@ -107,15 +107,15 @@ class MemoryPlan(AccessPlan):
             return f"imcl_tile_{array.name}[{tile_index(array, coords)}]"
         if array.name in self.plan.image_mem:
             extents = ", ".join(self.extent(array, a) for a in range(array.dims))
-            return f"imcl_img_read_{array.name}({array.name}, {extents}, {', '.join(coords)})"
+            return f"imcl_img_read_{array.name}({self.c(array.name)}, {extents}, {', '.join(coords)})"
         return super().image_read(array, coords, node)
 
     def array_read(self, array: ArrayInfo, coords: list[str]) -> str:
         if array.name in self.plan.local_mem:
-            return local_array_name(array) + text_after_name(super().array_read(array, coords), array)
+            return local_array_name(array) + text_after_name(super().array_read(array, coords), self.c(array.name))
         if array.name in self.plan.image_mem:
             # an array `a[N][M]` is an image M wide and N high: a[i][j] is pixel (j, i)
-            return f"imcl_aimg_read_{array.name}({array.name}, {', '.join(reversed(coords))})"
+            return f"imcl_aimg_read_{array.name}({self.c(array.name)}, {', '.join(reversed(coords))})"
         return super().array_read(array, coords)
 
 
@@ -123,9 +123,9 @@ def local_array_name(array: ArrayInfo) -> str:
     return f"imcl_local_{array.name}"
 
 
-def text_after_name(access: str, array: ArrayInfo) -> str:
+def text_after_name(access: str, name: str) -> str:
     """`[flat index]` of the naive access `name[flat index]`."""
-    return access[len(array.name):]
+    return access[len(name):]
 
 
 def local_images(info: ProgramInfo, plan: VariantPlan) -> list[str]:
@@ -192,18 +192,19 @@ def kernel_args(info: ProgramInfo, plan: VariantPlan) -> list[KernelArg]:
         array = info.arrays.get(p.name)
         if array is None:
             ctype = "int" if p.type == ty.BOOL else p.type.c_name()  # bool cannot be a kernel argument
-            args.append(KernelArg(p.name, "scalar", p.name, ctype))
+            args.append(KernelArg(info.c_name(p.name), "scalar", p.name, ctype))
             continue
         element = array.element.c_name()
+        cname = info.c_name(p.name)
         if array.kind == "image" and p.name in plan.image_mem:
-            args.append(KernelArg(p.name, "image", p.name, f"__read_only image{array.dims}d_t"))
+            args.append(KernelArg(cname, "image", p.name, f"__read_only image{array.dims}d_t"))
         elif array.kind == "array" and p.name in plan.image_mem:
-            args.append(KernelArg(p.name, "image", p.name, f"__read_only image{len(array.shape)}d_t"))
+            args.append(KernelArg(cname, "image", p.name, f"__read_only image{len(array.shape)}d_t"))
         elif p.name in plan.constant_mem:
-            args.append(KernelArg(p.name, "buffer", p.name, f"__constant {element}*"))
+            args.append(KernelArg(cname, "buffer", p.name, f"__constant {element}*"))
         else:
             const = "" if array.is_written else "const "
-            args.append(KernelArg(p.name, "buffer", p.name, f"__global {const}{element}*"))
+            args.append(KernelArg(cname, "buffer", p.name, f"__global {const}{element}*"))
         n = names(array)
         if array.kind == "image":
             for axis in range(array.dims):
@@ -249,25 +250,43 @@ def uses_double(info: ProgramInfo) -> bool:
 
 _SAMPLER_ADDRESS = {"constant": "CLK_ADDRESS_CLAMP", "clamped": "CLK_ADDRESS_CLAMP_TO_EDGE",
                     "mirror": "CLK_ADDRESS_NONE", "wrap": "CLK_ADDRESS_NONE"}
+SHARED_SAMPLER = "imcl_sampler"
 
 
-def _image_read_call(array: ArrayInfo, coord: str) -> str:
+def _image_read_call(array: ArrayInfo, sampler: str, coord: str) -> str:
     el = array.element
     base = ty.element_scalar(el)
     if base.is_float:
-        call = f"read_imagef(img, imcl_sampler_{array.name}, {coord})"
+        call = f"read_imagef(img, {sampler}, {coord})"
     elif base.is_signed:
-        call = f"read_imagei(img, imcl_sampler_{array.name}, {coord})"
+        call = f"read_imagei(img, {sampler}, {coord})"
     else:
-        call = f"read_imageui(img, imcl_sampler_{array.name}, {coord})"
+        call = f"read_imageui(img, {sampler}, {coord})"
     if isinstance(el, ty.VectorType):
         return call if base.is_float else f"convert_{el.c_name()}({call})"
     return f"({el.c_name()}){call}.x"
 
 
-def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], list[dict]]:
-    """Boundary-handling read functions for global buffers and for images in image memory."""
-    buffers, images = [], []
+def image_samplers(info: ProgramInfo, plan: VariantPlan) -> dict[str, tuple[str, str, bool]]:
+    """image -> (sampler name, address mode, boundary handled by explicit index arithmetic).
+
+    Each image in image memory gets the sampler whose addressing mode implements its boundary
+    condition, when all of them agree on one. When they need different addressing modes, every
+    image uses one shared CLK_ADDRESS_NONE sampler and the boundary conditions are computed on
+    the indices instead: PoCL (reproduced with plain pyopencl) crashes when reads of two images
+    with different samplers are merged, e.g. in a ternary `i > 0 ? c[x][y] : a[x][y]`.
+    """
+    read = [a for a in info.arrays.values() if a.kind == "image" and a.reads and a.name in plan.image_mem]
+    if len({_SAMPLER_ADDRESS[a.boundary] for a in read}) <= 1:
+        return {a.name: (f"imcl_sampler_{a.name}", _SAMPLER_ADDRESS[a.boundary], False) for a in read}
+    return {a.name: (SHARED_SAMPLER, "CLK_ADDRESS_NONE", True) for a in read}
+
+
+def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], list[dict], list[dict]]:
+    """Boundary-handling read functions for global buffers and for images in image memory,
+    and the samplers the latter use."""
+    buffers, images, samplers = [], [], {}
+    chosen = image_samplers(info, plan)
     for array in info.arrays.values():
         if array.kind != "image" or not array.reads:
             continue
@@ -283,13 +302,15 @@ def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], li
             "axes": list(zip(coords, extents)),
         }
         if array.name in plan.image_mem:
+            sampler, address, explicit = chosen[array.name]
+            samplers[sampler] = {"name": sampler, "address": address}
             coord = f"(int2)(x, y)" if array.dims == 2 else "(int4)(x, y, z, 0)"
-            images.append({**common, "dims": array.dims, "address": _SAMPLER_ADDRESS[array.boundary],
-                           "read": _image_read_call(array, coord), "inside": plan.interior})
-        if array.name not in plan.image_mem:
+            images.append({**common, "dims": array.dims, "explicit": explicit,
+                           "read": _image_read_call(array, sampler, coord), "inside": plan.interior})
+        else:
             linear = "(z * h + y) * w + x" if array.dims == 3 else "y * w + x"
             buffers.append({**common, "linear": linear})
-    return buffers, images
+    return buffers, images, list(samplers.values())
 
 
 _IMAGE_SUFFIX = {1: ".x", 4: ""}
@@ -341,9 +362,9 @@ def local_array_copy(info: ProgramInfo, plan: VariantPlan) -> list[str]:
         lines.append(f"    __local {array.element.c_name()} {local}[{count}];")
         if name in plan.image_mem:
             coords = "imcl_i" if len(array.shape) == 1 else f"imcl_i % {array.shape[1]}, imcl_i / {array.shape[1]}"
-            source = f"imcl_aimg_read_{name}({name}, {coords})"
+            source = f"imcl_aimg_read_{name}({info.c_name(name)}, {coords})"
         else:
-            source = f"{name}[imcl_i]"
+            source = f"{info.c_name(name)}[imcl_i]"
         lines.append(f"    for (int imcl_i = {lid}; imcl_i < {count}; imcl_i += {size})")
         lines.append(f"        {local}[imcl_i] = {source};")
     lines.append("    barrier(CLK_LOCAL_MEM_FENCE);")
@@ -364,10 +385,11 @@ def helper_text(emitter: Emitter, f: ir.Function) -> str:
     for p in f.params:
         const = "const " if p.is_const else ""
         if isinstance(p.type, ty.ArrayType):
-            params.append(f"{const}{p.type.element.c_name()} {p.name}" + "".join(f"[{n}]" for n in p.type.shape))
+            params.append(f"{const}{p.type.element.c_name()} {emitter.c(p.name)}"
+                          + "".join(f"[{n}]" for n in p.type.shape))
         else:
-            params.append(f"{const}{p.type.c_name()} {p.name}")
-    head = f"{f.return_type.c_name()} {f.name}({', '.join(params) or 'void'})"
+            params.append(f"{const}{p.type.c_name()} {emitter.c(p.name)}")
+    head = f"{f.return_type.c_name()} {emitter.c(f.name)}({', '.join(params) or 'void'})"
     return "\n".join([head, "{"] + emitter.block_lines(f.body, 1) + ["}"])
 
 
@@ -430,7 +452,7 @@ def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footp
         index = f"imcl_ty * {extents[0]} + imcl_tx"
     extent_args = ", ".join(names(array)["whd"[a]] for a in range(dims))
     reader = f"imcl_img_read_{name}" if name in plan.image_mem else f"imcl_read_{name}"
-    value = f"{reader}({name}, {extent_args}, {', '.join(coords)})"
+    value = f"{reader}({info.c_name(name)}, {extent_args}, {', '.join(coords)})"
     if inside:
         value = interior.direct_read(info, plan, name, coords)
     lines.append(pad + "    " * len(loops) + f"imcl_tile_{name}[{index}] = {value};")
@@ -506,7 +528,7 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
     point_params, point_values = point_params[:-info.grid_dims] + extra_params + point_params[-info.grid_dims:], \
         point_values[:-info.grid_dims] + extra_values + point_values[-info.grid_dims:]
     point_call = f"imcl_point_{info.kernel.name}({', '.join(point_values)});"
-    buffers, images = read_functions(info, plan)
+    buffers, images, samplers = read_functions(info, plan)
     is_naive = plan == VariantPlan.naive(info)
     grid_text = ("one point per pixel of " + ", ".join(info.grid) if info.grid
                  else "fixed size " + " x ".join(str(s) for s in info.grid_size))
@@ -514,22 +536,24 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "version": __version__,
         "filename": info.filename,
         "kernel_name": info.kernel.name,
+        "kernel_symbol": info.c_name(info.kernel.name),
         "variant": "naive" if is_naive and not config_lines else "tuned",
         "grid_description": grid_text,
         "config_lines": config_lines or [],
         "uses_double": uses_double(info),
-        "defines": list(plan.tunables),
+        "defines": [(info.c_name(n), v) for n, v in plan.tunables],
         "boundary_modes": {a.boundary for a in info.arrays.values() if a.kind == "image" and a.reads},
         "boundary_reads": buffers,
         "image_reads": images,
         "array_image_reads": array_image_reads(info, plan),
+        "samplers": samplers,
         "helpers": [helper_text(emitter, f) for f in info.helpers],
         "point_params": point_params,
         "point_indent": " " * len(f"void imcl_point_{info.kernel.name}("),
         "body": "\n".join(emitter.block_lines(info.kernel.body, 1)),
         "kernel_params": [f"{a.ctype} {a.name}" if a.role in ("buffer", "image", "tile") else f"const {a.ctype} {a.name}"
                           for a in args],
-        "kernel_indent": " " * len(f"__kernel void {info.kernel.name}("),
+        "kernel_indent": " " * len(f"__kernel void {info.c_name(info.kernel.name)}("),
         "kernel_attribute": _work_group_attribute(plan),
         "kernel_body": "\n".join(kernel_body(info, plan, analysis, point_call)),
         "inside_points": [],

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -11,7 +12,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from ..errors import CompileError
 from ..ir import nodes as ir
 from ..ir import types as ty
-from ..ir.consteval import const_int
+from ..ir.consteval import const_int, type_literals
 from ..resources import resource_dir
 from .pragmas import split_pragmas
 
@@ -66,7 +67,11 @@ def _syntax_error(exc: UnexpectedInput, stripped: str, source: str, filename: st
         if ch == '"':
             return err("string literals are not supported", exc.line, exc.column)
         if ch.isdigit() or ch == ".":
-            return err("invalid number literal", exc.line, exc.column)
+            text = re.match(r"[0-9A-Za-z_.]+([eEpP][+-][0-9A-Za-z_.]*)*", stripped[exc.pos_in_stream:]).group(0)
+            if text[:2].lower() == "0x" and "." in text and not re.search("[pP]", text):
+                return err(f"hexadecimal floating constant '{text}' has no exponent", exc.line, exc.column,
+                           f"C requires the binary exponent, e.g. {text}p0")
+            return err(f"invalid number literal '{text}'", exc.line, exc.column)
         return err(f"unexpected character '{ch}'", exc.line, exc.column)
     if isinstance(exc, (UnexpectedToken, UnexpectedEOF)):
         token = exc.token if isinstance(exc, UnexpectedToken) else Token("$END", "")
@@ -198,6 +203,7 @@ class _ToIR(Transformer):
     def array_dims(self, meta, items):
         dims = []
         for expr in items:
+            type_literals(expr)  # C's conversions apply: unsigned sizes wrap
             value = const_int(expr)  # an integer constant expression, as in C: 'float w[2 * 3 + 1]'
             if value is None or isinstance(expr, ir.FloatLit):
                 raise self._error(
@@ -368,6 +374,8 @@ class _ToIR(Transformer):
     def float_lit(self, meta, items):
         tok = items[0]
         text = str(tok)
+        if text[:2].lower() == "0x":  # hexadecimal: the f/F suffix is not a digit here (an exponent comes first)
+            return ir.FloatLit(_pos(tok), float.fromhex(text.rstrip("fF")), text)
         return ir.FloatLit(_pos(tok), float(text.rstrip("fF")), text)
 
     def char_lit(self, meta, items):

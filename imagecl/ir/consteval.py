@@ -104,3 +104,45 @@ def _const_int(expr: Optional[ir.Expr]) -> Optional[int]:
             inner = const_int(operand)
             return None if inner is None else _wrap(inner, expr.target_type)
     return None
+
+
+def type_literals(expr: Optional[ir.Expr]) -> None:
+    """Give an expression that has not been through semantic analysis the C types of its
+    literal parts, so that `const_int` applies C's conversions: the parser folds array sizes
+    such as `m[(1 ? 165 : 2147483648u) + 4294967135u]` (unsigned, so 4) before any typing.
+    Nodes that already have a type, and names (which have none yet), are left alone."""
+    from . import types as ty
+
+    if expr is None or expr.type is not None:
+        return
+    if isinstance(expr, ir.IntLit):
+        expr.type = ty.UINT if expr.unsigned else ty.INT
+    elif isinstance(expr, ir.BoolLit):
+        expr.type = ty.BOOL
+    elif isinstance(expr, ir.FloatLit):
+        expr.type = ty.FLOAT
+    elif isinstance(expr, ir.Unary):
+        type_literals(expr.operand)
+        t = expr.operand.type
+        if isinstance(t, ty.ScalarType):
+            expr.type = ty.INT if expr.op == "!" else ty.promote(t)
+    elif isinstance(expr, ir.Binary):
+        type_literals(expr.left)
+        type_literals(expr.right)
+        a, b = expr.left.type, expr.right.type
+        if isinstance(a, ty.ScalarType) and isinstance(b, ty.ScalarType):
+            if expr.op in ("<", ">", "<=", ">=", "==", "!=", "&&", "||"):
+                expr.type = ty.INT
+            elif expr.op in ("<<", ">>"):
+                expr.type = ty.promote(a)
+            else:
+                expr.type = ty.arithmetic_result(a, b)
+    elif isinstance(expr, ir.Ternary):
+        for part in (expr.cond, expr.then, expr.other):
+            type_literals(part)
+        a, b = expr.then.type, expr.other.type
+        if isinstance(a, ty.ScalarType) and isinstance(b, ty.ScalarType):
+            expr.type = ty.arithmetic_result(a, b)
+    elif isinstance(expr, ir.Cast):
+        type_literals(expr.operand)
+        expr.type = expr.target_type

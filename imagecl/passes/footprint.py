@@ -19,6 +19,11 @@ from ..ir.walk import walk
 from .semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 
 MAX_ENUMERATED_OFFSETS = 4096  # beyond this a footprint is kept as a box only
+# A loop variable that spans more values than this makes the indices that use it "unknown":
+# no local-memory tile or halo could hold such a footprint, and a loop with a huge nominal
+# bound that `break` ends early must not make the analysis enumerate (or allocate) anything.
+MAX_LOOP_SPAN = 4096
+MAX_UNROLL_TRIP = 2**31 - 1  # the unrolled loop's counter is an int
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,13 @@ class LoopInfo:
     @property
     def values(self) -> range:
         return range(self.start, self.start + self.step * self.trip_count, self.step)
+
+    @property
+    def value_range(self) -> tuple[int, int]:
+        """(smallest, largest) value of the variable in the body, from the end points only
+        (the range may be huge); (start, start) for a loop that never runs."""
+        last = self.start + self.step * max(self.trip_count - 1, 0)
+        return min(self.start, last), max(self.start, last)
 
     @property
     def parameter(self) -> str:
@@ -262,7 +274,7 @@ def _loops(function: ir.Function) -> list[LoopInfo]:
             continue
         var, start, step, count = pattern
         unrollable = (id(var) not in _assigned_symbols(node.body) and not _own_jumps(node.body)
-                      and isinstance(node.init, ir.VarDecl) and count >= 2)
+                      and isinstance(node.init, ir.VarDecl) and 2 <= count <= MAX_UNROLL_TRIP)
         out.append(LoopInfo(node, var, start, step, count, function.name, unrollable))
     return out
 
@@ -411,10 +423,10 @@ class _Footprinter:
             self._stmt(s.body)
         elif isinstance(s, ir.For):
             loop = self.result.loop_by_node(s)
-            if loop is not None and id(loop.var) not in _assigned_symbols(s.body):
+            lo, hi = loop.value_range if loop is not None else (0, 0)
+            if loop is not None and id(loop.var) not in _assigned_symbols(s.body) and hi - lo <= MAX_LOOP_SPAN:
                 name = f"loop{len(self.ranges)}_{loop.var.name}"
-                values = list(loop.values) or [loop.start]
-                self.ranges[name] = (min(values), max(values))
+                self.ranges[name] = (lo, hi)
                 self.env[id(loop.var)] = Affine.var(name)
             else:
                 self._stmt(s.init)

@@ -11,9 +11,11 @@ from typing import Optional
 
 from ..errors import CompileError, suggestion_suffix
 from ..ir import builtins as bi
+from ..ir import names
 from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.consteval import const_int
+from ..ir.walk import walk
 
 BOUNDARY_MODES = ("constant", "clamped", "mirror", "wrap")
 GRID_INDICES = ("idx", "idy", "idz")
@@ -67,6 +69,11 @@ class ProgramInfo:
     placement: dict[str, set[str]]  # pragma name ('image_mem', ...) -> forced array names
     unchecked_races: list[str] = field(default_factory=list)  # what could not be proven race-free
     tunable_symbols: dict[str, ir.Symbol] = field(default_factory=dict)
+    c_names: dict[str, str] = field(default_factory=dict)  # user names renamed in the generated code
+
+    def c_name(self, name: str) -> str:
+        """The identifier of the user name `name` in the generated OpenCL C."""
+        return self.c_names.get(name, name)
 
     @property
     def filename(self) -> str:
@@ -119,6 +126,8 @@ class _Analyser:
         self.grid_dims = 2
         self.tunables: dict[str, list[int]] = {}
         self.global_scope = _Scope()
+        self.uses_idz = False
+        self.depth_uses: dict[str, ir.Pos] = {}  # image -> first `.depth` use
 
     # ---- errors ---------------------------------------------------------------
     def error(self, message: str, pos: ir.Pos, hint: Optional[str] = None) -> CompileError:
@@ -142,6 +151,7 @@ class _Analyser:
             self._check_function(function, is_kernel=False)
             self.functions[function.name] = function
         self._check_function(kernel, is_kernel=True)
+        self._unsubscripted_images(grid)
 
         for name in grid:
             info = self.arrays[name]
@@ -163,10 +173,25 @@ class _Analyser:
             tunables=self.tunables,
             placement=placement,
             tunable_symbols={n: self.global_scope.symbols[n] for n in self.tunables},
+            c_names=names.c_names(_declared_names(unit), self.tunables),
         )
         self._check_placements(info, pragmas)
         _RaceChecker(self, info).run()
         return info
+
+    def _unsubscripted_images(self, grid: list[str]) -> None:
+        """Images that are never subscripted (unused parameters, or only `.width`/`.height`)
+        have no dimension from their use: a grid image has the grid's, and the grid, when no
+        grid image is subscripted, is 3-D if the kernel uses `idz` (or a grid image's `.depth`),
+        else 2-D; any other such image is 3-D if its `.depth` is used, else 2-D."""
+        if grid and not self.grid_dims:
+            self.grid_dims = 3 if self.uses_idz or any(n in self.depth_uses for n in grid) else 2
+        for info in self.arrays.values():
+            if info.kind == "image" and not info.dims:
+                info.dims = self.grid_dims if info.in_grid else (3 if info.name in self.depth_uses else 2)
+        for name, pos in self.depth_uses.items():
+            if self.arrays[name].dims == 2:
+                raise self.error(f"'{name}.depth' is only defined for 3-D images", pos)
 
     def _pragmas_by_name(self) -> dict[str, list[ir.Pragma]]:
         out: dict[str, list[ir.Pragma]] = {}
@@ -189,6 +214,7 @@ class _Analyser:
                 raise self.error(f"redefinition of function '{f.name}'", f.pos)
             if f.name in bi.BUILTINS:
                 raise self.error(f"function '{f.name}' redefines an OpenCL built-in function", f.pos)
+            _check_identifier(self, f.name, f.pos)
             seen[f.name] = f
         chosen = [p for p in self.unit.pragmas if p.name == "kernel"]
         if chosen:
@@ -236,6 +262,7 @@ class _Analyser:
                     raise self.error(f"tunable '{arg.name}' has the name of a built-in tuning parameter", arg.pos)
                 if arg.name in self.tunables:
                     raise self.error(f"tunable '{arg.name}' is declared twice", arg.pos)
+                _check_identifier(self, arg.name, arg.pos)
                 if arg.name in GRID_INDICES:
                     raise self.error(f"'{arg.name}' is a grid index and cannot be a tunable", arg.pos)
                 values = []
@@ -641,6 +668,8 @@ class _Analyser:
                                      "pass it to the helper function as an argument")
             hint_names = scope.visible_names()
             raise self.error(f"use of undeclared identifier '{e.name}'" + suggestion_suffix(e.name, hint_names), e.pos)
+        if sym.kind == "grid_index" and e.name == "idz":
+            self.uses_idz = True
         if sym.kind == "grid_index" and GRID_INDICES.index(e.name) >= self._grid_dims_known():
             raise self.error(f"'{e.name}' is only defined for 3-D grids; this grid is "
                              f"{self._grid_dims_known()}-D", e.pos)
@@ -872,6 +901,8 @@ class _Analyser:
                                      + suggestion_suffix(e.member, ("width", "height", "depth")), e.pos)
                 if e.member == "depth" and info.dims == 2:
                     raise self.error(f"'{sym.name}.depth' is only defined for 3-D images", e.pos)
+                if e.member == "depth":
+                    self.depth_uses.setdefault(sym.name, e.pos)
                 return ty.INT
         t = self._expr(e.base, scope)
         if e.member in ("width", "height", "depth"):
@@ -890,18 +921,6 @@ class _Analyser:
         return ty.VectorType(t.base, len(e.member))
 
 
-# Words of OpenCL C (and of the generated code) that are not words of the language: a program
-# that names a variable like this would not build, so it is rejected with a clear message.
-RESERVED = set(
-    "kernel __kernel global __global local __local constant __constant private __private "
-    "read_only write_only read_write __read_only __write_only __read_write image2d_t image3d_t "
-    "image1d_t sampler_t event_t size_t ptrdiff_t intptr_t uintptr_t long ulong signed auto "
-    "register static extern inline restrict typedef struct union enum switch case default goto "
-    "sizeof volatile half bool2 bool3 bool4 char2 char4 short2 short4 ushort2 ushort4 uint2 uint4 "
-    "float8 float16 int8 int16 double2 double4 NULL".split()
-)
-
-
 def _check_array_image(analyser: "_Analyser", array: ArrayInfo, pos: ir.Pos) -> None:
     """A fixed-size array forced into image memory must be read-only and fit one image pixel."""
     lanes = array.element.width if isinstance(array.element, ty.VectorType) else 1
@@ -915,10 +934,21 @@ def _check_array_image(analyser: "_Analyser", array: ArrayInfo, pos: ir.Pos) -> 
 
 
 def _check_identifier(analyser: "_Analyser", name: str, pos: ir.Pos) -> None:
-    if name in RESERVED:
-        raise analyser.error(f"'{name}' is a reserved word in OpenCL C and cannot be used as a name", pos)
-    if name.startswith("imcl_"):
-        raise analyser.error(f"names starting with 'imcl_' are reserved for generated code ('{name}')", pos)
+    """C keywords and the language's type names cannot be names. Words that only OpenCL C
+    predefines can: the generated code renames them (ir/names.py)."""
+    why = names.reserved_word(name)
+    if why is not None:
+        raise analyser.error(f"{why} and cannot be used as a name", pos)
+
+
+def _declared_names(unit: ir.TranslationUnit) -> set[str]:
+    """Every name the program declares: functions, parameters, variables."""
+    out = set()
+    for f in unit.functions:
+        out.add(f.name)
+        out.update(p.name for p in f.params)
+        out.update(n.name for n in walk(f.body) if isinstance(n, ir.VarDecl))
+    return out
 
 
 def _vector_hint(target: ty.Type, value: ty.Type) -> Optional[str]:

@@ -112,7 +112,7 @@ class Session:
     def max_work_group_size(self, built) -> int:
         import pyopencl as cl
 
-        kernel = launcher._kernel(built, self.program.name)
+        kernel = launcher._kernel(built, self.program.kernel_symbol)
         return int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device))
 
     # ---- the reference and on-device comparison -------------------------------------------------
@@ -182,7 +182,7 @@ class Session:
             if int(np.prod(launch.local_size)) > limit:
                 raise ExecutionError(f"work-group size {launch.local_size} exceeds this kernel's limit of {limit} "
                                      "work-items on this device (registers or local memory)")
-        kernel = launcher.bind(built, self.program.name, launch, self._memory(launch))
+        kernel = launcher.bind(built, self.program.kernel_symbol, launch, self._memory(launch))
         timing = Timing([])
         try:
             # the checked launch (also the warm-up)
