@@ -63,12 +63,13 @@ BENCHMARKS = {
 }
 
 
-# CPU-sized variants: problem sizes that make one launch about 1-20 ms on a 16-core CPU, and
+# CPU-sized variants: problem sizes that make one launch about 1-20 ms on a 16-core CPU (on 2
+# cores here, the slow configurations take about 100-300 ms at these sizes), and
 # subspaces of one to a few thousand configurations (work-groups up to 512 items: PoCL runs a
 # work-group as a loop on one core, so wider ones only matter through vectorisation)
 CPU_BENCHMARKS = {
     "convolution9": ("convolution9.icl",
-                     lambda: {"input": RNG.random((2048, 2048), dtype=np.float32),
+                     lambda: {"input": RNG.random((1024, 1024), dtype=np.float32),
                               "filter": np.full((9, 9), 1 / 81, np.float32)},
                      {"wg_x": [8, 16, 32, 64], "wg_y": [1, 2, 4], "px_x": [1, 2, 4], "px_y": [1, 2, 4],
                       "interleaved": [0, 1], "image_input": [0, 1], "local_input": [0, 1],
@@ -78,7 +79,7 @@ CPU_BENCHMARKS = {
               {"wg_x": [8, 16, 32, 64, 128], "wg_y": [1, 2, 4, 8], "px_x": [1, 2, 4],
                "px_y": [1, 2, 4, 8], "interleaved": [0, 1], "image_input": [0, 1], "local_input": [0, 1]}),
     "bilateral": ("bilateral.icl",
-                  lambda: {"input": RNG.integers(0, 256, (32, 64, 128)).astype(np.uint8),
+                  lambda: {"input": RNG.integers(0, 256, (16, 32, 64)).astype(np.uint8),
                            "sigma_spatial": 1.5, "sigma_range": 30.0},
                   {"wg_x": [8, 16, 32], "wg_y": [1, 2, 4], "wg_z": [1, 2, 4], "px_y": [1, 2], "px_z": [1, 2],
                    "interleaved": [0, 1], "image_input": [0, 1], "local_input": [0, 1],

@@ -408,7 +408,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
        threshold: float = 0.02, min_second: Optional[int] = None, fixed_second: Optional[int] = None,
        retrain: bool = True, model: str = "bnn", model_options: Optional[Mapping[str, Any]] = None,
        prior: Sequence[Observation] = (), prediction_sample: int = 250_000, prior_weight: float = 10.0,
-       avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10) -> Result:
+       avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10,
+       local_share: float = 0.0, local_radius: int = 1) -> Result:
     """Falch & Elster's two-stage ML search (see the module docstring for what is changed).
 
     Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
@@ -434,6 +435,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
         raise ValueError("sample_fraction must be in (0, 1]")
     if not 0 <= threshold <= 1:
         raise ValueError("threshold must be a probability in [0, 1]")
+    if not 0 <= local_share < 1:
+        raise ValueError("local_share must be in [0, 1)")
     session = Session(problem, budget)
     seed = int(rng.integers(2 ** 31))
     info: dict[str, Any] = {"strategy": "ml", "model": model, "threshold": threshold, "retrains": 0}
@@ -459,7 +462,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
         skip = _skip_mask(failures, session, rows)
         floor = min(max(5, budget // 10), session.remaining) if min_second is None else min_second
         z2_sum, z_count, count, i, since_fit = 0.0, 0, 0, 0, 0
-        while session.remaining > 0:
+        reserve = round(local_share * budget)
+        while session.remaining > reserve:
             if fixed_second is not None and count >= fixed_second:
                 break
             if i >= len(rows):
@@ -496,12 +500,54 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
             elif failures is not None:  # learn from the failure before choosing the next one
                 skip[i:] = _skip_mask(failures, session, rows[i:])
         info["stage2"] = count
+        info["local"] = _local_phase(problem, session, ranker, fitted, failures,
+                                     radius=local_radius) if local_share > 0 else 0
         if session.best_key is not None:  # what the final model expected of the winner
             best_row = np.array([session.best_key], dtype=np.int64)
             info["predicted_seconds"] = float(np.exp(fitted.predict(ranker._features(best_row))[0][0]))
     except BudgetExhausted:
         pass
     return session.result(**info)
+
+
+def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: Model,
+                 failures: Optional[_FailureModel], width: int = 3, radius: int = 1) -> int:
+    """Spend the rest of the budget on the model's pick among the neighbours of the best ones.
+
+    Steepest descent ranked by the model: candidates are the unmeasured one-parameter neighbours
+    of the best measured configuration (of the next best ones when those are used up), and the
+    one predicted fastest is measured. The model is refit on the way, so the walk learns the
+    neighbourhood it is in.
+    """
+    count, since_fit = 0, 0
+    while session.remaining > 0:
+        best = _best_rows(session, width)
+        if len(best) == 0:
+            break
+        pool = np.zeros((0, len(problem.parameters)), np.int64)
+        for row in best:  # the best's neighbours first; further ones only when those are used up
+            pool = row[None, :]
+            for _ in range(radius):
+                pool = _neighbour_pool(problem, pool)
+            pool = pool[~np.isin(problem.index(pool), problem.index(np.array(list(session.times), dtype=np.int64)))]
+            if len(pool):
+                break
+        if len(pool) == 0:
+            fresh = _unmeasured_sample(problem, session, ranker.rng)
+            if len(fresh) == 0:
+                break
+            pool = fresh
+        if since_fit >= 5:
+            model, since_fit = ranker.fit(session), 0
+        mean, _ = model.predict(ranker._features(pool))
+        if failures is not None and failures.clf is not None:
+            mean = np.where(failures.p_fail(pool) > 0.5, np.inf, mean)
+        session.measure(pool[int(np.argmin(mean))])
+        if failures is not None and session.history[-1][1] is None:
+            failures.fit(session)
+        count += 1
+        since_fit += 1
+    return count
 
 
 def _skip_mask(failures: Optional[_FailureModel], session: Session, rows: np.ndarray,
