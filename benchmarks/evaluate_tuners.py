@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from kt_replay import KT_STRATEGIES, simulate_kt  # noqa: E402
 
 MODELS = ["bnn", "svr", "adaboost", "random_forest", "gradient_boosting", "constant"]
-STRATEGIES = ["ml", "random", "annealing", "pso"]
+STRATEGIES = ["hybrid", "ml", "random", "annealing", "pso"]
 
 
 def kernel_tuner_available() -> bool:
@@ -82,6 +82,9 @@ def main(argv=None) -> int:
     parser.add_argument("--model-sizes", default="25,50,100,200,400")
     parser.add_argument("--model-repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--models-from", default=None, metavar="JSON",
+                        help="take the model-accuracy results from an earlier tuners.json (same spaces) instead of "
+                             "recomputing them")
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="our strategies to replay")
     parser.add_argument("--kt-strategies", default=",".join(KT_STRATEGIES),
                         help="Kernel Tuner strategies to replay on .kt.json files ('' for none)")
@@ -97,6 +100,8 @@ def main(argv=None) -> int:
         print("kernel_tuner is not installed: its strategies are left out", file=sys.stderr)
         theirs = []
     report = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "spaces": []}
+    earlier = {e["space"]: e["models"] for e in json.loads(Path(args.models_from).read_text())["spaces"]} \
+        if args.models_from else {}
     for file in args.files:
         problem = load_problem(file)
         matrix = problem.candidate_matrix()
@@ -105,7 +110,8 @@ def main(argv=None) -> int:
         kt = theirs if str(file).endswith(".kt.json") else []
         print(f"{name}: {len(matrix)} recorded, {valid} valid", file=sys.stderr, flush=True)
         entry = {"space": name, "file": str(file), "recorded": len(matrix), "valid": valid, "search": [],
-                 "models": model_errors(problem, sizes, args.model_repeats, args.seed)}
+                 "models": earlier[name] if name in earlier else model_errors(problem, sizes, args.model_repeats,
+                                                                              args.seed)}
         for fraction in fractions:
             budget = max(5, round(fraction * valid))
             for strategy in ours + [f"kt:{s}" for s in kt]:
