@@ -4,7 +4,8 @@
     python benchmarks/ground_truth.py --device cpu --variant cpu --benchmark sobel --out DIR
 
 Every configuration of the chosen subspace is measured (verified, median of repeated launches)
-into DIR/ground-<benchmark>-<device>.db; `benchmarks/evaluate_tuners.py` then replays the
+into DIR/ground-<benchmark>-<device>.db (exported to DIR/ground-<benchmark>-<device>.kt.json, a
+Kernel Tuner cache file); `benchmarks/evaluate_tuners.py` then replays the
 strategies on it (`imagecl simulate` does the same for one strategy). `--variant cpu` uses
 problem sizes and subspaces sized for a 16-core CPU (launches of about 1-20 ms).
 
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import imagecl  # noqa: E402
+from imagecl.cli import main as cli_main  # noqa: E402
 from imagecl.errors import ConfigError  # noqa: E402
 from imagecl.runtime.devices import describe, select_device  # noqa: E402
 from imagecl.tuner.engine import MeasureOptions, measure  # noqa: E402
@@ -183,6 +185,9 @@ def main(argv=None) -> int:
                   "best_ms": summary.best_time * 1e3 if summary.best_time else None,
                   "best_config": summary.best_config, "date": time.strftime("%Y-%m-%d")}
         (out / f"ground-{name}-{tag}.json").write_text(json.dumps(report, indent=1))
+        # the Kernel Tuner cache export that evaluate_tuners.py and other tools replay
+        cli_main(["export", "--db", str(out / f"ground-{name}-{tag}.db"), "--format", "kernel_tuner",
+                  "-o", str(out / f"ground-{name}-{tag}.kt.json")])
         print(json.dumps(report), flush=True)
     return 0
 
