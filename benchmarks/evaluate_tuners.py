@@ -117,7 +117,12 @@ def main(argv=None) -> int:
             for strategy in ours + [f"kt:{s}" for s in kt]:
                 t = time.time()
                 if strategy.startswith("kt:"):
-                    rep = simulate_kt(file, strategy[3:], budget, args.repeats, args.seed, problem.optimum())
+                    try:
+                        rep = simulate_kt(file, strategy[3:], budget, args.repeats, args.seed, problem.optimum())
+                    except Exception as e:  # a strategy of theirs that breaks on this space: say so, go on
+                        print(f"  {strategy}: failed: {type(e).__name__}: {e}", file=sys.stderr)
+                        rep = {"mean_slowdown": None, "max_slowdown": None, "mean_evaluations": None,
+                               "found_optimum": None, "error": f"{type(e).__name__}: {e}"}
                 else:
                     rep = simulate(lambda: load_problem(file), strategy, budget, args.repeats, args.seed)
                 entry["search"].append({"strategy": strategy, "fraction": fraction, "budget": budget,

@@ -449,3 +449,25 @@ def test_simulate_user_errors_are_simulation_errors(tmp_path, argv, message):
     with pytest.raises(SimulationError, match=message) as info:
         simulate_mod.main(args)
     assert isinstance(info.value, ValueError)
+
+
+def test_kernel_tuner_strategies_replay_our_cache_files(tmp_path):
+    """benchmarks/kt_replay.py: Kernel Tuner's strategies on our exports, counted like ours."""
+    pytest.importorskip("kernel_tuner")
+    spec = importlib.util.spec_from_file_location(
+        "kt_replay", Path(__file__).resolve().parent.parent / "benchmarks" / "kt_replay.py")
+    kt_replay = importlib.util.module_from_spec(spec)
+    sys.modules["kt_replay"] = kt_replay  # dataclasses look their module up
+    spec.loader.exec_module(kt_replay)
+    replay = small_replay(300, seed=5)
+    rows = [{"config": replay.config(k), "time_seconds": t, "status": "ok" if t else "runtime_error"}
+            for k, t in replay.records.items()]
+    path = tmp_path / "cache.json"
+    formats.write_kernel_tuner_cache(path, replay.parameters, rows)
+    recorded = {t for t in replay.records.values() if t is not None}
+    for strategy in ("random_sample", "pso"):
+        run = kt_replay.replay(path, strategy, 20, seed=1)
+        assert 0 < run.evaluations <= 20
+        assert min(abs(run.best_time - t) for t in recorded) < 1e-12  # one of the recorded times
+    everything = kt_replay.replay(path, "random_sample", 300, seed=1)
+    assert everything.best_time == pytest.approx(replay.optimum())
