@@ -436,7 +436,7 @@ def test_simulate_default_strategy_is_the_hybrid_and_reads_t4(tmp_path, capsys):
     (["{cache}", "--max-evals", "0"], "positive integer"),
     (["{cache}", "--strategy", "ml", "-o", "threshold=often"], "takes float values"),
     (["{cache}", "--strategy", "ml", "-o", "threshold=2"], "threshold must be a probability"),
-    (["{cache}", "-o", "local_share=1.5"], "local_share must be in [0, 1)"),
+    (["{cache}", "-o", "local_share=1.5"], "local_share must be in"),
     (["{cache}", "--repeats", "many"], "invalid int value"),
 ])
 def test_simulate_user_errors_are_simulation_errors(tmp_path, argv, message):
