@@ -6,6 +6,8 @@ error or a wrong result costs about as much as a success. Measurements go throug
 which enforces the budget and remembers results, so a strategy that comes back to a
 configuration (annealing, swarms) neither pays for it twice nor overruns.
 
+`hybrid`, the default (DEFAULT_STRATEGY), is `ml`'s random sample followed by a local search
+from the best configuration in which the model picks the neighbour to measure (`_local_phase`).
 `exhaustive`, `random_search`, `simulated_annealing` and `particle_swarm` follow CLTune
 (Nugteren & Codreanu 2015). `ml` is Falch & Elster's two-stage method (random sample, bagged
 neural network on log(time), second stage driven by Eq. 2 with a threshold T), with these
