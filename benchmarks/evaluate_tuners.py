@@ -8,7 +8,9 @@ For each recorded space (Kernel Tuner cache, T4 file or our database):
    configurations not used for training (the paper's Figure on model accuracy);
 2. search: the slowdown of the best configuration found against the global best, averaged over
    repeats, for the ML tuner, random search, simulated annealing and PSO at the same budgets
-   (fractions of the valid space), and the number of measurements used.
+   (fractions of the valid space), and the number of measurements used; with a Kernel Tuner
+   cache file and kernel_tuner installed, also Kernel Tuner's own strategies ("kt:NAME"),
+   replayed in its simulation mode at the same budgets (benchmarks/kt_replay.py).
 Writes tuners.md (tables), tuners.json and PNG plots (matplotlib) under --out.
 """
 from __future__ import annotations
@@ -28,8 +30,19 @@ from imagecl.tuner.encoding import Encoder  # noqa: E402
 from imagecl.tuner.models import make_model  # noqa: E402
 from imagecl.tuner.simulate import load_problem, simulate  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from kt_replay import KT_STRATEGIES, simulate_kt  # noqa: E402
+
 MODELS = ["bnn", "svr", "adaboost", "random_forest", "gradient_boosting", "constant"]
-STRATEGIES = ["ml", "random", "annealing", "pso"]
+STRATEGIES = ["hybrid", "ml", "random", "annealing", "pso"]
+
+
+def kernel_tuner_available() -> bool:
+    try:
+        import kernel_tuner  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def model_errors(problem, sizes, repeats: int, seed: int) -> dict:
@@ -69,33 +82,56 @@ def main(argv=None) -> int:
     parser.add_argument("--model-sizes", default="25,50,100,200,400")
     parser.add_argument("--model-repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--models-from", default=None, metavar="JSON",
+                        help="take the model-accuracy results from an earlier tuners.json (same spaces) instead of "
+                             "recomputing them")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="our strategies to replay")
+    parser.add_argument("--kt-strategies", default=",".join(KT_STRATEGIES),
+                        help="Kernel Tuner strategies to replay on .kt.json files ('' for none)")
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fractions = [float(f) for f in args.fractions.split(",")]
-    sizes = [int(s) for s in args.model_sizes.split(",")]
+    sizes = [int(s) for s in args.model_sizes.split(",") if s]
+    ours = [s for s in args.strategies.split(",") if s]
+    theirs = [s for s in args.kt_strategies.split(",") if s]
+    if theirs and not kernel_tuner_available():
+        print("kernel_tuner is not installed: its strategies are left out", file=sys.stderr)
+        theirs = []
     report = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "spaces": []}
+    earlier = {e["space"]: e["models"] for e in json.loads(Path(args.models_from).read_text())["spaces"]} \
+        if args.models_from else {}
     for file in args.files:
         problem = load_problem(file)
         matrix = problem.candidate_matrix()
         valid = int(sum(1 for r in matrix if problem.evaluate(problem.config(r)) is not None))
         name = Path(file).name.split(".")[0]
+        kt = theirs if str(file).endswith(".kt.json") else []
         print(f"{name}: {len(matrix)} recorded, {valid} valid", file=sys.stderr, flush=True)
         entry = {"space": name, "file": str(file), "recorded": len(matrix), "valid": valid, "search": [],
-                 "models": model_errors(problem, sizes, args.model_repeats, args.seed)}
+                 "models": earlier[name] if name in earlier else model_errors(problem, sizes, args.model_repeats,
+                                                                              args.seed)}
         for fraction in fractions:
             budget = max(5, round(fraction * valid))
-            for strategy in STRATEGIES:
+            for strategy in ours + [f"kt:{s}" for s in kt]:
                 t = time.time()
-                rep = simulate(lambda: load_problem(file), strategy, budget, args.repeats, args.seed)
+                if strategy.startswith("kt:"):
+                    try:
+                        rep = simulate_kt(file, strategy[3:], budget, args.repeats, args.seed, problem.optimum())
+                    except Exception as e:  # a strategy of theirs that breaks on this space: say so, go on
+                        print(f"  {strategy}: failed: {type(e).__name__}: {e}", file=sys.stderr)
+                        rep = {"mean_slowdown": None, "max_slowdown": None, "mean_evaluations": None,
+                               "found_optimum": None, "error": f"{type(e).__name__}: {e}"}
+                else:
+                    rep = simulate(lambda: load_problem(file), strategy, budget, args.repeats, args.seed)
                 entry["search"].append({"strategy": strategy, "fraction": fraction, "budget": budget,
                                         "mean_slowdown": rep.get("mean_slowdown"),
                                         "max_slowdown": rep.get("max_slowdown"),
                                         "mean_evaluations": rep.get("mean_evaluations"),
                                         "found_optimum": rep.get("found_optimum"), "seconds": time.time() - t})
-                print(f"  {strategy:10s} {fraction:6.2%} budget {budget}: slowdown {rep.get('mean_slowdown'):.4f}",
-                      file=sys.stderr, flush=True)
+                print(f"  {strategy:22s} {fraction:6.2%} budget {budget}: slowdown {rep.get('mean_slowdown')}, "
+                      f"{rep.get('mean_evaluations')} measurements", file=sys.stderr, flush=True)
         report["spaces"].append(entry)
     (out / "tuners.json").write_text(json.dumps(report, indent=1))
     (out / "tuners.md").write_text(markdown(report, fractions))
@@ -107,24 +143,31 @@ def main(argv=None) -> int:
 def markdown(report: dict, fractions) -> str:
     lines = []
     for entry in report["spaces"]:
-        lines.append(f"**{entry['space']}** ({entry['valid']} valid of {entry['recorded']} recorded):")
+        names = list(dict.fromkeys(r["strategy"] for r in entry["search"]))
+        budgets = {r["fraction"]: r["budget"] for r in entry["search"]}
+        lines.append(f"**{entry['space']}** ({entry['valid']} valid of {entry['recorded']} recorded): mean slowdown "
+                     "against the best over the repeats (worst run), mean measurements used")
         lines.append("")
-        lines.append("| budget | " + " | ".join(STRATEGIES) + " |")
-        lines.append("| --- |" + " ---: |" * len(STRATEGIES))
-        for fraction in fractions:
+        lines.append("| strategy | " + " | ".join(f"{f:.1%} ({budgets[f]})" for f in fractions) + " |")
+        lines.append("| --- |" + " ---: |" * len(fractions))
+        for s in names:
             cells = []
-            budget = None
-            for s in STRATEGIES:
+            for fraction in fractions:
                 r = next(x for x in entry["search"] if x["strategy"] == s and x["fraction"] == fraction)
-                budget = r["budget"]
-                cells.append(f"{(r['mean_slowdown'] - 1) * 100:.2f}% (max {(r['max_slowdown'] - 1) * 100:.1f}%)")
-            lines.append(f"| {fraction:.1%} ({budget} measurements) | " + " | ".join(cells) + " |")
+                if r["mean_slowdown"] is None:
+                    cells.append("no result")
+                    continue
+                cells.append(f"{(r['mean_slowdown'] - 1) * 100:.2f}% (max {(r['max_slowdown'] - 1) * 100:.1f}%), "
+                             f"{r['mean_evaluations']:.1f}")
+            lines.append(f"| {s} | " + " | ".join(cells) + " |")
         lines.append("")
-        lines.append("| model | " + " | ".join(f"{m['train']} samples" for m in entry["models"]["bnn"]) + " |")
-        lines.append("| --- |" + " ---: |" * len(entry["models"]["bnn"]))
-        for name, points in entry["models"].items():
-            lines.append(f"| {name} | " + " | ".join(f"{100 * p['mean_relative_error']:.1f}%" for p in points) + " |")
-        lines.append("")
+        if entry["models"].get("bnn"):
+            lines.append("| model | " + " | ".join(f"{m['train']} samples" for m in entry["models"]["bnn"]) + " |")
+            lines.append("| --- |" + " ---: |" * len(entry["models"]["bnn"]))
+            for name, points in entry["models"].items():
+                lines.append(f"| {name} | " + " | ".join(f"{100 * p['mean_relative_error']:.1f}%" for p in points)
+                             + " |")
+            lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -147,14 +190,15 @@ def plots(report: dict, out: Path) -> None:
         a.set_ylabel("mean relative error (%)")
         a.set_title(f"{entry['space']}: model accuracy")
         a.legend(fontsize=8)
-        for s in STRATEGIES:
-            rows = [r for r in entry["search"] if r["strategy"] == s]
+        for s in dict.fromkeys(r["strategy"] for r in entry["search"]):
+            rows = [r for r in entry["search"] if r["strategy"] == s and r["mean_slowdown"] is not None]
             b.plot([100 * r["fraction"] for r in rows], [100 * (r["mean_slowdown"] - 1) for r in rows], marker="o",
-                   label=s)
+                   label=s, linestyle="--" if s.startswith("kt:") else "-")
         b.set_xlabel("budget (% of the valid space)")
         b.set_ylabel("mean slowdown vs the best (%)")
         b.set_title(f"{entry['space']}: search")
-        b.legend(fontsize=8)
+        b.set_yscale("symlog", linthresh=1.0)
+        b.legend(fontsize=6, ncol=2)
         fig.tight_layout()
         fig.savefig(out / f"tuners-{entry['space']}.png", dpi=90)
         plt.close(fig)

@@ -88,7 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--size", required=True, help="problem size WxH[xD]")
     tune.add_argument("--device", help="device index or name fragment")
     tune.add_argument("--budget", type=int, default=200, help="most configurations to measure (default 200)")
-    tune.add_argument("--strategy", default="ml", help="ml (default), random, annealing, pso or exhaustive")
+    tune.add_argument("--strategy", default="hybrid",
+                      help="hybrid (default: random sample + model-guided local search), ml, random, annealing, "
+                           "pso or exhaustive")
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--db", help="results database (default: DIR/measurements.db)")
     tune.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")

@@ -190,6 +190,30 @@ def test_ml_finds_near_optimum_with_5_percent_of_the_space(truth):
     assert np.mean(ml_slow) < np.mean(random_slow) - 0.03, (ml_slow, random_slow)
 
 
+def test_hybrid_local_phase_moves_one_parameter_from_the_best(truth):
+    """After the random sample, each measurement is a one-parameter neighbour of the best so far
+    (of the next best ones once the best's neighbours are all measured)."""
+    m, t, fail = truth
+    optimum = t[~fail].min()
+    budget = 63  # 1% of the space
+    hybrid_slow, random_slow = [], []
+    for seed in (0, 1, 2):
+        p = Synthetic()
+        result = STRATEGIES["hybrid"](p, budget, np.random.default_rng(seed), model_options={"epochs": 400})
+        assert p.evaluations == result.evaluations == budget
+        assert result.info["local"] == round(0.7 * budget) and result.info["stage1"] == round(0.3 * budget)
+        ok = []
+        for i, (config, time) in enumerate(result.history):
+            if i >= budget - result.info["local"]:
+                top = [c for _, c in sorted(ok, key=lambda x: x[0])[:3]]
+                assert any(sum(config[n] != c[n] for n in config) == 1 for c in top), (i, config, top)
+            if time is not None:
+                ok.append((time, config))
+        hybrid_slow.append(result.best_time / optimum)
+        random_slow.append(STRATEGIES["random"](Synthetic(), budget, np.random.default_rng(seed)).best_time / optimum)
+    assert np.mean(hybrid_slow) < np.mean(random_slow), (hybrid_slow, random_slow)
+
+
 def test_ml_fixed_second_stage_and_threshold_options():
     quick = {"model_options": {"epochs": 300}}
     p = Synthetic()
@@ -391,16 +415,16 @@ def test_simulate_command_line_json(tmp_path, capsys):
     assert [r["best_time"] for r in again["repeats"]] == pytest.approx([r["best_time"] for r in report["repeats"]])
 
 
-def test_simulate_default_strategy_is_ml_and_reads_t4(tmp_path, capsys):
+def test_simulate_default_strategy_is_the_hybrid_and_reads_t4(tmp_path, capsys):
     replay = small_replay(300, seed=4)
     rows = [{"config": replay.config(k), "time_seconds": t, "status": "ok" if t else "runtime_error"}
             for k, t in replay.records.items()]
     path = tmp_path / "results.json"
     formats.write_t4(path, replay.parameters, rows)
-    simulate_mod.main([str(path), "--max-evals", "40", "--repeats", "2", "-o", "model_options={\"epochs\": 300}",
-                       "-o", "max_retrains=1"])
+    simulate_mod.main([str(path), "--max-evals", "40", "--repeats", "2", "-o", "model_options={\"epochs\": 300}"])
     out = capsys.readouterr().out
-    assert out.startswith("ml: 2 runs of at most 40 measurements") and "slowdown" in out
+    assert strategies.DEFAULT_STRATEGY == "hybrid"
+    assert out.startswith("hybrid: 2 runs of at most 40 measurements") and "slowdown" in out
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -410,8 +434,9 @@ def test_simulate_default_strategy_is_ml_and_reads_t4(tmp_path, capsys):
     (["{cache}", "--strategy", "anealing"], "did you mean 'annealing'"),
     (["{cache}", "--strategy", "ml", "-o", "treshold=0.1"], "did you mean 'threshold'"),
     (["{cache}", "--max-evals", "0"], "positive integer"),
-    (["{cache}", "-o", "threshold=often"], "takes float values"),
-    (["{cache}", "-o", "threshold=2"], "threshold must be a probability"),
+    (["{cache}", "--strategy", "ml", "-o", "threshold=often"], "takes float values"),
+    (["{cache}", "--strategy", "ml", "-o", "threshold=2"], "threshold must be a probability"),
+    (["{cache}", "-o", "local_share=1.5"], "local_share must be in"),
     (["{cache}", "--repeats", "many"], "invalid int value"),
 ])
 def test_simulate_user_errors_are_simulation_errors(tmp_path, argv, message):
@@ -424,3 +449,25 @@ def test_simulate_user_errors_are_simulation_errors(tmp_path, argv, message):
     with pytest.raises(SimulationError, match=message) as info:
         simulate_mod.main(args)
     assert isinstance(info.value, ValueError)
+
+
+def test_kernel_tuner_strategies_replay_our_cache_files(tmp_path):
+    """benchmarks/kt_replay.py: Kernel Tuner's strategies on our exports, counted like ours."""
+    pytest.importorskip("kernel_tuner")
+    spec = importlib.util.spec_from_file_location(
+        "kt_replay", Path(__file__).resolve().parent.parent / "benchmarks" / "kt_replay.py")
+    kt_replay = importlib.util.module_from_spec(spec)
+    sys.modules["kt_replay"] = kt_replay  # dataclasses look their module up
+    spec.loader.exec_module(kt_replay)
+    replay = small_replay(300, seed=5)
+    rows = [{"config": replay.config(k), "time_seconds": t, "status": "ok" if t else "runtime_error"}
+            for k, t in replay.records.items()]
+    path = tmp_path / "cache.json"
+    formats.write_kernel_tuner_cache(path, replay.parameters, rows)
+    recorded = {t for t in replay.records.values() if t is not None}
+    for strategy in ("random_sample", "pso"):
+        run = kt_replay.replay(path, strategy, 20, seed=1)
+        assert 0 < run.evaluations <= 20
+        assert min(abs(run.best_time - t) for t in recorded) < 1e-12  # one of the recorded times
+    everything = kt_replay.replay(path, "random_sample", 300, seed=1)
+    assert everything.best_time == pytest.approx(replay.optimum())

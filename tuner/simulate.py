@@ -24,7 +24,7 @@ import numpy as np
 
 from .formats import FormatError, read_measurements
 from .problem import Problem, ReplayProblem
-from .strategies import STRATEGIES, Strategy, get_strategy
+from .strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy, get_strategy
 
 
 class SimulationError(ValueError):
@@ -81,7 +81,7 @@ def _labelled(problem: Problem, config: Optional[Mapping[str, int]]) -> Optional
     return {p.name: p.label(config[p.name]) for p in problem.parameters}
 
 
-def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: Union[str, Strategy] = "ml",
+def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: Union[str, Strategy] = DEFAULT_STRATEGY,
              max_evals: Optional[int] = None, repeats: int = 10, seed: int = 0,
              options: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     """Run `strategy` `repeats` times with at most `max_evals` measurements each.
@@ -177,8 +177,9 @@ def build_parser(prog: str = "imagecl simulate") -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description="Replay a search strategy on recorded measurements "
                                        "(Kernel Tuner cache or T4 results file).")
     p.add_argument("cache", metavar="CACHE", help="Kernel Tuner cache file or T4 results file (JSON)")
-    p.add_argument("--strategy", default="ml", help=f"one of {', '.join(STRATEGIES)} (default: ml, the two-stage "
-                                                    "machine-learning search)")
+    p.add_argument("--strategy", default=DEFAULT_STRATEGY,
+                   help=f"one of {', '.join(STRATEGIES)} (default: {DEFAULT_STRATEGY}, the best on our recorded "
+                        "spaces: a random sample, then a model-guided local search)")
     p.add_argument("--max-evals", type=int, default=None,
                    help="measurements per run (default: 5%% of the recorded configurations, at least 20)")
     p.add_argument("--repeats", type=int, default=10, help="independent runs (default: 10)")
