@@ -137,13 +137,13 @@ def time_peer(peer: Peer, workload: Workload, args: dict, reference: dict, repea
 # ---- the ImageCL side ------------------------------------------------------------------------------------
 def tune(program, args: dict, device, store_path: Path, seconds: float, retune: bool, naive_seconds: float,
          seed: int = 0) -> dict:
-    """Tune with the model-based strategy for about `seconds` (skipped when the store already holds
+    """Tune with the project's default strategy (as `imagecl tune`) for about `seconds` (skipped when the store already holds
     measurements of this program, size, device and driver, unless `retune`); returns the best stored
     configuration and what the tuning did."""
     from imagecl.tuner.engine import MeasureOptions, Measurer
     from imagecl.tuner.live import LiveProblem
     from imagecl.tuner.store import Store
-    from imagecl.tuner.strategies import BudgetExhausted, ml
+    from imagecl.tuner.strategies import DEFAULT_STRATEGY, BudgetExhausted, get_strategy
 
     class TimedProblem(LiveProblem):
         deadline = float("inf")
@@ -171,7 +171,7 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, retune: 
             budget = int(min(500, max(8, seconds / per_config)))
             problem = TimedProblem(space, measurer)
             problem.deadline = started + seconds
-            result = ml(problem, budget, np.random.default_rng(seed))
+            result = get_strategy(DEFAULT_STRATEGY)(problem, budget, np.random.default_rng(seed))
             info.update(tuned_seconds=time.time() - started, evaluations=result.evaluations, budget=budget)
         records = list(measurer.stored().values())
     ok = [r for r in records if r.status == "ok" and r.time is not None]

@@ -104,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     tk.add_argument("--device", help="device index or name fragment")
     tk.add_argument("--budget", type=int, help="most configurations to measure (default: all for exhaustive, "
                                                "else up to 100)")
-    tk.add_argument("--strategy", default="ml", help="ml (default), random, annealing, pso or exhaustive")
+    tk.add_argument("--strategy", default="hybrid",
+                    help="hybrid (default, the best tuner), ml, random, annealing, pso or exhaustive")
     tk.add_argument("--seed", type=int, default=0)
     tk.add_argument("--db", help="results database (default: DIR/measurements.db)")
     tk.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")

@@ -461,12 +461,12 @@ class TunableKernel:
             raise ArgumentError("call set_arguments before tuning")
         return KernelTarget(self, select_device(device))
 
-    def tune(self, device: Any = None, strategy: Union[str, Callable] = "ml", budget: Optional[int] = None,
+    def tune(self, device: Any = None, strategy: Union[str, Callable] = "hybrid", budget: Optional[int] = None,
              store: Union[str, os.PathLike, None] = None, seed: int = 0, timeout: float = 60.0, repeats: int = 3,
              verify: bool = True, strategy_options: Optional[Mapping[str, Any]] = None,
              progress: Optional[Callable[[dict, Optional[float]], None]] = None) -> KernelTuneResult:
-        """Search the space with `strategy` (ml, random, annealing, pso, exhaustive) measuring at
-        most `budget` configurations (default: every valid one for exhaustive, else min(100, all)).
+        """Search the space with `strategy` (hybrid, the default; ml, random, annealing, pso,
+        exhaustive) measuring at most `budget` configurations (default: every valid one for exhaustive, else min(100, all)).
         Measurements go to the SQLite `store` (a temporary one if None): a rerun with the same
         store measures nothing twice."""
         from .engine import MeasureOptions, Measurer
