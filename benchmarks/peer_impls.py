@@ -66,6 +66,19 @@ def _wall(call: Callable[[], None]) -> Callable[[], float]:
     return once
 
 
+def harris_response(nd, dx, dy, k, window) -> tuple[Callable[[], None], dict]:
+    """The Harris response from the gradients with an ndimage-like module (SciPy's or CuPy's):
+    a call that computes it into the returned dict's "output"."""
+    result: dict = {}
+
+    def harris() -> None:
+        xx = nd.correlate(dx * dx, window, mode="constant")
+        yy = nd.correlate(dy * dy, window, mode="constant")
+        xy = nd.correlate(dx * dy, window, mode="constant")
+        result["output"] = xx * yy - xy * xy - k * (xx + yy) * (xx + yy)
+    return harris, result
+
+
 def harris_window() -> np.ndarray:
     """A 3x3 correlation kernel whose ones cover {x, x+1} x {y, y+1} around its centre."""
     k = np.zeros((3, 3), np.float32)
@@ -102,14 +115,7 @@ class SciPyPeer(Peer):
                 nd.correlate(src, SOBEL_Y, output=dy, mode="constant")
             return PeerRun(_wall(sobel), lambda: {"dx": dx, "dy": dy})
         if f == "harris":
-            dx, dy, k, window = args["dx"], args["dy"], np.float32(args["k"]), harris_window()
-            result = {}
-
-            def harris():
-                xx = nd.correlate(dx * dx, window, mode="constant")
-                yy = nd.correlate(dy * dy, window, mode="constant")
-                xy = nd.correlate(dx * dy, window, mode="constant")
-                result["output"] = xx * yy - xy * xy - k * (xx + yy) * (xx + yy)
+            harris, result = harris_response(nd, args["dx"], args["dy"], np.float32(args["k"]), harris_window())
             return PeerRun(_wall(harris), lambda: result)
         if f == "median":
             src, out, size = args["input"], np.empty_like(args["input"]), 2 * workload.radius + 1
@@ -210,15 +216,8 @@ class CuPyPeer(Peer):
                 nd.correlate(src, ky, output=dy, mode="constant")
             return PeerRun(timed(sobel), lambda: {"dx": cp.asnumpy(dx), "dy": cp.asnumpy(dy)})
         if f == "harris":
-            dx, dy, k, window = cp.asarray(args["dx"]), cp.asarray(args["dy"]), np.float32(args["k"]), \
-                cp.asarray(harris_window())
-            result = {}
-
-            def harris():
-                xx = nd.correlate(dx * dx, window, mode="constant")
-                yy = nd.correlate(dy * dy, window, mode="constant")
-                xy = nd.correlate(dx * dy, window, mode="constant")
-                result["output"] = xx * yy - xy * xy - k * (xx + yy) * (xx + yy)
+            harris, result = harris_response(nd, cp.asarray(args["dx"]), cp.asarray(args["dy"]), np.float32(args["k"]),
+                                             cp.asarray(harris_window()))
             return PeerRun(timed(harris), lambda: {"output": cp.asnumpy(result["output"])})
         if f == "median":
             src, size = cp.asarray(args["input"]), 2 * workload.radius + 1

@@ -236,7 +236,8 @@ def store_staged(info: ProgramInfo, name: str, n: int, pad: str) -> str:
     return f"{pad}*(__global {ctype}{n}*)({info.c_name(name)} + {base} + imcl_x0) = vload{n}(0, imcl_st_{name});"
 
 
-def _index_decls(plan, dims: int, pad: str, skip_x: bool = False) -> list[str]:
+def index_declarations(plan, dims: int, pad: str, skip_x: bool = False) -> list[str]:
+    """`const int idx = ...` (and idy, idz) of a work-item's current grid point, by layout."""
     lines = []
     for d, v in enumerate(GRID_INDICES[:dims]):
         if skip_x and d == 0:
@@ -291,7 +292,7 @@ def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis
 
     def point_copy(pad: str, inside: bool) -> list[str]:
         """Index declarations and the call for one grid point."""
-        out = _index_decls(plan, dims, pad)
+        out = index_declarations(plan, dims, pad)
         if inside:
             return out + [f"{pad}{inside_call}"]
         return out + [f"{pad}if ({guard})", f"{pad}    {general_call}"]
@@ -336,7 +337,7 @@ def vector_nest(info: ProgramInfo, plan, pad: str, coarse: list[int], tiles: lis
     lines = [f"{pad}// {' x '.join(str(p) for p in plan.px)} grid points per work-item, contiguous; "
              f"runs of {n} along x in vectors"]
     opening, inner = _loops(plan, outer, pad)
-    lines += opening + _index_decls(plan, dims, inner, skip_x=True)
+    lines += opening + index_declarations(plan, dims, inner, skip_x=True)
     lines.append(f"{inner}const int imcl_x0 = imcl_gx * {n};")
     for tile in tiles:
         lines.extend(load_register_tile(info, tile, n, inner))

@@ -490,14 +490,7 @@ def kernel_body(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, 
     if tiles and per_iteration:
         for name in tiles:
             lines.extend(_tile_load(info, plan, name, analysis.footprints[name], pad))
-    for d, v in enumerate(grid):
-        g, k, p = f"imcl_g{AXES[d]}", f"imcl_k{AXES[d]}", plan.px[d]
-        if p == 1:
-            lines.append(f"{pad}const int {v} = {g};")
-        elif plan.interleaved:
-            lines.append(f"{pad}const int {v} = {g} + {k} * get_global_size({d});")
-        else:
-            lines.append(f"{pad}const int {v} = {g} * {p} + {k};")
+    lines.extend(interior.index_declarations(plan, dims, pad))
     lines.append(f"{pad}if ({' && '.join(f'{v} < {e}' for v, e in zip(grid, extents))})")
     lines.append(f"{pad}    {point_call}")
     if tiles and per_iteration:
