@@ -258,7 +258,9 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="small problem sizes (a quick local check)")
     parser.add_argument("--size-scale", type=float, default=None,
                         help="scale the large problem sizes (each side), e.g. 0.5 on a small machine")
-    parser.add_argument("--tune-seconds", type=float, default=20.0, help="tuning time per workload (0: none)")
+    parser.add_argument("--tune-seconds", type=float, default=None,
+                        help="tuning time per workload (0: none; default 20 on a GPU, 120 on a CPU, where one "
+                             "measurement costs a build and launches of up to a second: BENCHMARKS.md)")
     parser.add_argument("--deadline-minutes", type=float, default=None,
                         help="shorten the tuning of the later workloads so that the run ends in about this time")
     parser.add_argument("--retune", action="store_true", help="tune again even if the store has measurements")
@@ -281,7 +283,8 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     tag = args.tag or (args.device + ("-quick" if args.quick else ""))
     if not tag.replace("-", "").replace("_", "").isalnum():
         parser.error(f"--tag {tag!r}: use letters, digits, '-' and '_' only")
-    if args.tune_seconds < 0 or (args.size_scale is not None and args.size_scale <= 0):
+    negative_tuning = args.tune_seconds is not None and args.tune_seconds < 0
+    if negative_tuning or (args.size_scale is not None and args.size_scale <= 0):
         parser.error("--tune-seconds must be >= 0 and --size-scale > 0")
     workloads = all_workloads()
     if args.only:
@@ -295,6 +298,8 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     except ImageCLError as exc:
         parser.error(str(exc))
     info = describe(device)
+    if args.tune_seconds is None:
+        args.tune_seconds = 20.0 if info.kind == "GPU" else 120.0
     threads = args.threads or (info.compute_units if info.kind == "CPU" else os.cpu_count())
     schedulers = tuple(s.strip() for s in args.halide_schedulers.split(",") if s.strip())
     peers = peers_for(args.device, threads, schedulers) + list(extra_peers or [])

@@ -215,9 +215,11 @@ def section(results: Path) -> str:
     lines = [BEGIN, "## ImageCL against the libraries (issue 6)", "",
              "Command (one per device, each on the machine it measures; it tunes every workload with the "
              "project's tuner, then times the naive and the tuned variant and every peer, checking each "
-             "peer's output against ours first):", "",
-             "    python benchmarks/peers.py --device nvidia --tune-seconds 20 --deadline-minutes 7.5",
-             "    python benchmarks/peers.py --device cpu --tune-seconds 15 --deadline-minutes 7.5", "",
+             "peer's output against ours first; by default 20 s of tuning per workload on a GPU and 120 s "
+             "on a CPU; each run below gives the command it was made with, shorter where the lent machine's "
+             "10-minute limit asked for it):", "",
+             "    python benchmarks/peers.py --device nvidia",
+             "    python benchmarks/peers.py --device cpu", "",
              "The tuning measurements are kept in `benchmarks/results/peers-tuning.db` (not in git): a rerun on "
              "the same machine reuses them (`--retune` tunes again). Halide's wheel is not on the GPU host, so "
              "the Halide comparison comes from a machine where it installs (its own run and table, both sides "
