@@ -345,21 +345,28 @@ def test_api_mistakes_get_clear_errors():
     assert issubclass(KernelError, ImageCLError)
 
 
+def scale_kernel_script(tmp_path, name: str) -> str:
+    """Python source that defines the SCALE kernel with its WPT parameter as `name` (for the tests
+    that run user scripts in a subprocess); writes scale.cl into tmp_path."""
+    (tmp_path / "scale.cl").write_text(SCALE)
+    return f"""
+import numpy as np
+from imagecl import TunableKernel, Output
+{name} = TunableKernel({str(tmp_path / 'scale.cl')!r}, "scale", global_size={N}, local_size=1)
+{name}.add_parameter("WPT", [1, 2])
+{name}.div_global_size(["WPT"])
+x = np.arange({N}, dtype=np.float32)
+{name}.set_arguments([x, Output(np.zeros({N}, np.float32)), np.float32(2), np.int32({N})])
+{name}.set_reference({{1: 2 * x}})
+"""
+
+
 def test_a_plain_script_without_a_main_guard_tunes(tmp_path):
     import subprocess
     import sys
 
-    (tmp_path / "scale.cl").write_text(SCALE)
     script = tmp_path / "plain.py"
-    script.write_text(f"""
-import numpy as np
-from imagecl import TunableKernel, Output
-k = TunableKernel({str(tmp_path / 'scale.cl')!r}, "scale", global_size={N}, local_size=1)
-k.add_parameter("WPT", [1, 2])
-k.div_global_size(["WPT"])
-x = np.arange({N}, dtype=np.float32)
-k.set_arguments([x, Output(np.zeros({N}, np.float32)), np.float32(2), np.int32({N})])
-k.set_reference({{1: 2 * x}})
+    script.write_text(scale_kernel_script(tmp_path, "k") + f"""
 r = k.tune(device="cpu", strategy="exhaustive", store={str(tmp_path / 'p.db')!r})
 print("BEST", r.best_config["WPT"], r.statuses)
 """)
@@ -376,18 +383,8 @@ def test_the_tune_kernel_command(tmp_path):
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "imagecl", *args], capture_output=True, text=True, timeout=300)
 
-    (tmp_path / "scale.cl").write_text(SCALE)
     spec = tmp_path / "spec.py"
-    spec.write_text(f"""
-import numpy as np
-from imagecl import TunableKernel, Output
-kernel = TunableKernel({str(tmp_path / 'scale.cl')!r}, "scale", global_size={N}, local_size=1)
-kernel.add_parameter("WPT", [1, 2])
-kernel.div_global_size(["WPT"])
-x = np.arange({N}, dtype=np.float32)
-kernel.set_arguments([x, Output(np.zeros({N}, np.float32)), np.float32(2), np.int32({N})])
-kernel.set_reference({{1: 2 * x}})
-""")
+    spec.write_text(scale_kernel_script(tmp_path, "kernel"))
     done = cli("tune-kernel", str(spec), "--device", "cpu", "--strategy", "exhaustive", "-o", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out" / "scale.cl").is_file() and '"WPT"' in (tmp_path / "out" / "scale.json").read_text()
