@@ -8,7 +8,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from .codegen.variant import VariantPlan, generate, kernel_args, launch_geometry, tile_bytes_at_launch
+from .codegen.variant import VariantPlan, generate, kernel_args, launch_geometry, local_images, tile_bytes_at_launch
 from .errors import ConfigError, ImageCLError
 from .frontend.parser import parse
 from .passes.footprint import AccessAnalysis
@@ -162,7 +162,7 @@ class Program:
 
     def launch_for(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
         """Everything the host passes for one launch of `plan` on `prepared` arguments."""
-        if any(self.info.arrays[n].kind == "image" for n in plan.local_mem) and plan.wg is None:
+        if local_images(self.info, plan) and plan.wg is None:
             plan = VariantPlan(**{**plan.__dict__, "wg": (16, 16) if self.info.grid_dims == 2 else (8, 8, 4)})
         analysis = self.analysis_for(dict(plan.tunables))
         values: list = []

@@ -326,7 +326,7 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                                     target=name))
             defaults[f"image_{name}"] = values[0]
             image_params.append(f"image_{name}")
-    image_params += _array_image_parameters(info, limits, params, defaults)
+    _array_image_parameters(info, limits, params, defaults)
     for name in local_candidates(info, analyses.values()):
         values = [1] if name in info.placement["local_mem"] else [0, 1]
         params.append(Parameter(f"local_{name}", values, "local_mem",
@@ -337,8 +337,7 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
     for name, array in info.arrays.items():
         if array.is_written or not array.reads or array.kind == "image":
             continue
-        size = int(np.prod(array.shape)) * array.element.dtype.itemsize * (
-            array.element.width if isinstance(array.element, ty.VectorType) else 1) if array.shape else None
+        size = array_bytes(array)
         candidate = name in info.placement["constant_mem_cand"] or (size is not None and size <= MAX_CONSTANT_ARRAY_BYTES)
         if array.kind == "pointer" and name not in info.placement["constant_mem_cand"] | info.placement["constant_mem"]:
             candidate = False
@@ -393,7 +392,6 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
             lambda c, t=total_known, names=names, cap=cap, k=count_cap:
                 (sum((c[n] * s for n, s in t), np.zeros_like(c[names[0]])) <= cap)
                 & (sum((c[n] for n in names), np.zeros_like(c[names[0]])) <= k)))
-    image_params = [p for p in image_params if info.arrays[p[len("image_"):]].kind == "image"]
     if image_params and problem_shape is not None:
         shape_xyz = tuple(reversed(problem_shape[:dims]))
         bound = limits.image2d_max if dims == 2 else limits.image3d_max
@@ -471,10 +469,9 @@ def _local_memory_constraint(info, analyses, local_params, axes, limits, local_a
 # ---- small read-only arrays, data-dependent loops ------------------------------------------------------
 
 
-def _array_image_parameters(info: ProgramInfo, limits: DeviceLimits, params: list, defaults: dict) -> list[str]:
+def _array_image_parameters(info: ProgramInfo, limits: DeviceLimits, params: list, defaults: dict) -> None:
     """image_<array>: a fixed-size read-only array read through a 1-D or 2-D image. Its size is
     known at compile time, so the device's image support and maximum sizes decide the values."""
-    out = []
     for name, array in info.arrays.items():
         if not image_compatible_array(array):
             continue
@@ -485,8 +482,6 @@ def _array_image_parameters(info: ProgramInfo, limits: DeviceLimits, params: lis
         params.append(Parameter(f"image_{name}", values, "image_mem",
                                 f"read '{name}' through a {len(extent)}-D image", target=name))
         defaults[f"image_{name}"] = values[0]
-        out.append(f"image_{name}")
-    return out
 
 
 def _array_local_parameters(info: ProgramInfo, params: list, defaults: dict) -> list[tuple[str, int]]:

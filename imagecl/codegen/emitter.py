@@ -76,12 +76,16 @@ class AccessPlan:
         conds = [f"({c}) >= 0 && ({c}) < {self.extent(array, a)}" for a, c in enumerate(coords)]
         return target, " && ".join(conds)
 
-    def array_read(self, array: ArrayInfo, coords: list[str]) -> str:
-        shape = array.shape or ()
+    @staticmethod
+    def flat_index(array: ArrayInfo, coords: list[str]) -> str:
+        """Row-major index into a fixed-size array's flat storage."""
         flat = coords[0]
-        for size, c in zip(shape[1:], coords[1:]):
+        for size, c in zip((array.shape or ())[1:], coords[1:]):
             flat = f"({flat}) * {size} + ({c})"
-        return f"{self.c(array.name)}[{flat}]"
+        return flat
+
+    def array_read(self, array: ArrayInfo, coords: list[str]) -> str:
+        return f"{self.c(array.name)}[{self.flat_index(array, coords)}]"
 
     def pointer_read(self, array: ArrayInfo, index: str) -> str:
         zero = _zero(array.element)

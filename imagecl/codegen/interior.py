@@ -117,6 +117,11 @@ def register_tiles(info: ProgramInfo, analysis: AccessAnalysis, local_mem, image
     return out
 
 
+def local_images(info: ProgramInfo, plan) -> list[str]:
+    """Images staged as tiles in local memory (arrays in `plan.local_mem` are copied whole)."""
+    return sorted(n for n in plan.local_mem if info.arrays[n].kind == "image")
+
+
 def vector_candidates(info: ProgramInfo, analyses) -> bool:
     """Whether `vector_x` can change anything for this program (in some variant)."""
     if vector_store_images(info):
@@ -127,7 +132,7 @@ def vector_candidates(info: ProgramInfo, analyses) -> bool:
 # ---- the fast path's condition -----------------------------------------------------------------------
 
 
-def _block(plan, d: int) -> tuple[str, str]:
+def block_range(plan, d: int) -> tuple[str, str]:
     """(first grid point, number of points) of the work-group's block along axis d."""
     span = plan.span(d)
     lo = f"get_group_id({d}) * get_local_size({d})" + (f" * {span}" if span > 1 else "")
@@ -144,7 +149,7 @@ def inside_condition(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_ext
     lines = []
     conds: list[str] = []
     for d in range(dims):
-        lo, count = _block(plan, d)
+        lo, count = block_range(plan, d)
         lines.append(f"{pad}const int imcl_lo{AXES[d]} = {lo};")
         lines.append(f"{pad}const int imcl_hi{AXES[d]} = imcl_lo{AXES[d]} + {count};  // one past the block")
         conds.append(f"imcl_hi{AXES[d]} <= {grid_extents[d]}")
@@ -185,14 +190,11 @@ def direct_read(info: ProgramInfo, plan, name: str, coords: list[str]) -> str:
 
 
 def register_tile_index(tile: RegisterTile, coords: list[str]) -> str:
-    x = f"({coords[0]}) - imcl_x0" + (f" + {-tile.low[0]}" if tile.low[0] < 0 else
-                                        f" - {tile.low[0]}" if tile.low[0] > 0 else "")
-    y = f"({coords[1]}) - idy" + (f" + {-tile.low[1]}" if tile.low[1] < 0 else
-                                   f" - {tile.low[1]}" if tile.low[1] > 0 else "")
+    x = _offset(f"({coords[0]}) - imcl_x0", -tile.low[0])
+    y = _offset(f"({coords[1]}) - idy", -tile.low[1])
     if len(tile.low) == 3:
         rows_y = tile.high[1] - tile.low[1] + 1
-        z = f"({coords[2]}) - idz" + (f" + {-tile.low[2]}" if tile.low[2] < 0 else
-                                       f" - {tile.low[2]}" if tile.low[2] > 0 else "")
+        z = _offset(f"({coords[2]}) - idz", -tile.low[2])
         return f"(({z}) * {rows_y} + {y}) * {tile.width} + {x}"
     return f"({y}) * {tile.width} + {x}"
 
@@ -218,7 +220,7 @@ def load_register_tile(info: ProgramInfo, tile: RegisterTile, n: int, pad: str) 
         c = 0
         while c < tile.width:
             offset = tile.low[0] + c  # from imcl_x0, which is a multiple of n
-            at = f"{info.c_name(tile.image)} + {base} + imcl_x0" + (f" + {offset}" if offset > 0 else f" - {-offset}" if offset else "")
+            at = _offset(f"{info.c_name(tile.image)} + {base} + imcl_x0", offset)
             if offset % n == 0 and c + n <= tile.width:
                 lines.append(f"{pad}vstore{n}(*(__global const {ctype}{n}*)({at}), 0, {reg} + {r * tile.width + c});")
                 c += n
@@ -252,7 +254,7 @@ def index_declarations(plan, dims: int, pad: str, skip_x: bool = False) -> list[
     return lines
 
 
-def _loops(plan, axes: list[int], pad: str) -> tuple[list[str], str]:
+def coarsening_loops(plan, axes: list[int], pad: str) -> tuple[list[str], str]:
     """Opening lines of the coarsening loops over `axes` (outermost first) and the inner pad."""
     lines = [f"{pad}for (int imcl_k{AXES[d]} = 0; imcl_k{AXES[d]} < {plan.px[d]}; imcl_k{AXES[d]}++)" for d in axes]
     if axes:
@@ -261,7 +263,7 @@ def _loops(plan, axes: list[int], pad: str) -> tuple[list[str], str]:
     return lines, pad
 
 
-def _close(axes: list[int], pad: str) -> list[str]:
+def close_loops(axes: list[int], pad: str) -> list[str]:
     return [pad + "}"] if axes else []
 
 
@@ -275,7 +277,7 @@ def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis
     dims = info.grid_dims
     grid = GRID_INDICES[:dims]
     guard = " && ".join(f"{v} < {e}" for v, e in zip(grid, grid_extents))
-    local = sorted(n for n in plan.local_mem if info.arrays[n].kind == "image")
+    local = local_images(info, plan)
     coarse = [d for d in reversed(range(dims)) if plan.px[d] > 1]
     lines = list(array_copies) + [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
 
@@ -303,7 +305,7 @@ def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis
 
     if plan.interleaved and plan.is_coarsened:
         # each iteration's points form one block per work-group: test (and load tiles) per iteration
-        opening, inner = _loops(plan, coarse, "    ")
+        opening, inner = coarsening_loops(plan, coarse, "    ")
         lines.append(f"    // {' x '.join(str(p) for p in plan.px)} grid points per work-item, strided by the global size")
         lines.extend(opening)
         lines.append(f"{inner}// is this iteration's block, with every image's halo, inside the images?")
@@ -311,7 +313,7 @@ def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis
         lines.extend(loads(inner) + both(inner, point_copy))
         if local:
             lines.append(f"{inner}barrier(CLK_LOCAL_MEM_FENCE);  // the tile is reloaded in the next iteration")
-        return lines + _close(coarse, "    ")
+        return lines + close_loops(coarse, "    ")
 
     def blocked(pad: str, inside: bool) -> list[str]:
         out = []
@@ -319,8 +321,8 @@ def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis
             return out + vector_nest(info, plan, pad, coarse, tiles, stores, inside_call)
         if coarse:
             out.append(f"{pad}// {' x '.join(str(p) for p in plan.px)} grid points per work-item, contiguous")
-        opening, inner = _loops(plan, coarse, pad)
-        return out + opening + point_copy(inner, inside) + _close(coarse, pad)
+        opening, inner = coarsening_loops(plan, coarse, pad)
+        return out + opening + point_copy(inner, inside) + close_loops(coarse, pad)
 
     lines.append("    // is the work-group's block, with every image's halo, inside the images?")
     lines.extend(inside_condition(info, plan, analysis, grid_extents, tiles, stores, "    "))
@@ -336,7 +338,7 @@ def vector_nest(info: ProgramInfo, plan, pad: str, coarse: list[int], tiles: lis
     outer = [d for d in coarse if d != 0]
     lines = [f"{pad}// {' x '.join(str(p) for p in plan.px)} grid points per work-item, contiguous; "
              f"runs of {n} along x in vectors"]
-    opening, inner = _loops(plan, outer, pad)
+    opening, inner = coarsening_loops(plan, outer, pad)
     lines += opening + index_declarations(plan, dims, inner, skip_x=True)
     lines.append(f"{inner}const int imcl_x0 = imcl_gx * {n};")
     for tile in tiles:
@@ -346,4 +348,4 @@ def vector_nest(info: ProgramInfo, plan, pad: str, coarse: list[int], tiles: lis
     lines += [f"{inner}#pragma unroll", f"{inner}for (int imcl_kx = 0; imcl_kx < {n}; imcl_kx++)", inner + "{",
               f"{inner}    const int idx = imcl_x0 + imcl_kx;", f"{inner}    {vector_call}", inner + "}"]
     lines += [store_staged(info, name, n, inner) for name in stores]
-    return lines + _close(outer, pad)
+    return lines + close_loops(outer, pad)

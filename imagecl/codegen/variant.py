@@ -8,6 +8,7 @@ global and local sizes that go with it.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
@@ -21,6 +22,7 @@ from ..passes.footprint import AccessAnalysis, Footprint, analyse_accesses
 from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 from ..resources import resource_dir
 from . import interior
+from .interior import local_images
 from .emitter import AccessPlan, Emitter, names
 
 AXES = "xyz"
@@ -112,7 +114,7 @@ class MemoryPlan(AccessPlan):
 
     def array_read(self, array: ArrayInfo, coords: list[str]) -> str:
         if array.name in self.plan.local_mem:
-            return local_array_name(array) + text_after_name(super().array_read(array, coords), self.c(array.name))
+            return f"{local_array_name(array)}[{self.flat_index(array, coords)}]"
         if array.name in self.plan.image_mem:
             # an array `a[N][M]` is an image M wide and N high: a[i][j] is pixel (j, i)
             return f"imcl_aimg_read_{array.name}({self.c(array.name)}, {', '.join(reversed(coords))})"
@@ -121,16 +123,6 @@ class MemoryPlan(AccessPlan):
 
 def local_array_name(array: ArrayInfo) -> str:
     return f"imcl_local_{array.name}"
-
-
-def text_after_name(access: str, name: str) -> str:
-    """`[flat index]` of the naive access `name[flat index]`."""
-    return access[len(name):]
-
-
-def local_images(info: ProgramInfo, plan: VariantPlan) -> list[str]:
-    """Images staged as tiles in local memory (arrays in `plan.local_mem` are copied whole)."""
-    return sorted(n for n in plan.local_mem if info.arrays[n].kind == "image")
 
 
 def local_arrays(info: ProgramInfo, plan: VariantPlan) -> list[str]:
@@ -253,15 +245,13 @@ _SAMPLER_ADDRESS = {"constant": "CLK_ADDRESS_CLAMP", "clamped": "CLK_ADDRESS_CLA
 SHARED_SAMPLER = "imcl_sampler"
 
 
-def _image_read_call(array: ArrayInfo, sampler: str, coord: str) -> str:
+def _image_read_call(array: ArrayInfo, sampler: Optional[str], coord: str) -> str:
+    """read_image{f,i,ui} of one pixel as the array's element type (without a sampler: the
+    sampler-less read at integer coordinates)."""
     el = array.element
     base = ty.element_scalar(el)
-    if base.is_float:
-        call = f"read_imagef(img, {sampler}, {coord})"
-    elif base.is_signed:
-        call = f"read_imagei(img, {sampler}, {coord})"
-    else:
-        call = f"read_imageui(img, {sampler}, {coord})"
+    kind = "f" if base.is_float else ("i" if base.is_signed else "ui")
+    call = f"read_image{kind}(img, {sampler}, {coord})" if sampler else f"read_image{kind}(img, {coord})"
     if isinstance(el, ty.VectorType):
         return call if base.is_float else f"convert_{el.c_name()}({call})"
     return f"({el.c_name()}){call}.x"
@@ -313,9 +303,6 @@ def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], li
     return buffers, images, list(samplers.values())
 
 
-_IMAGE_SUFFIX = {1: ".x", 4: ""}
-
-
 def array_image_reads(info: ProgramInfo, plan: VariantPlan) -> list[dict]:
     """Read functions of fixed-size arrays in image memory (sampler-less reads at integer
     coordinates: every index of the naive variant is in range, so no boundary mode applies)."""
@@ -324,18 +311,9 @@ def array_image_reads(info: ProgramInfo, plan: VariantPlan) -> list[dict]:
         array = info.arrays[name]
         if array.kind != "array":
             continue
-        el = array.element
-        base = ty.element_scalar(el)
-        lanes = el.width if isinstance(el, ty.VectorType) else 1
         dims = len(array.shape)
-        coord = "i" if dims == 1 else "(int2)(j, i)"
-        kind = "f" if base.is_float else ("i" if base.is_signed else "ui")
-        call = f"read_image{kind}(img, {coord}){_IMAGE_SUFFIX[lanes]}"
-        if lanes == 1:
-            value = f"({el.c_name()}){call}"
-        else:
-            value = call if base.is_float else f"convert_{el.c_name()}({call})"
-        out.append({"name": name, "dims": dims, "ctype": el.c_name(),
+        value = _image_read_call(array, None, "i" if dims == 1 else "(int2)(j, i)")
+        out.append({"name": name, "dims": dims, "ctype": array.element.c_name(),
                     "coord_params": "int i" if dims == 1 else "int j, int i", "value": value})
     return out
 
@@ -355,9 +333,7 @@ def local_array_copy(info: ProgramInfo, plan: VariantPlan) -> list[str]:
     lines = ["    // small read-only arrays copied into local memory by the work-group"]
     for name in names_:
         array = info.arrays[name]
-        count = 1
-        for n in array.shape:
-            count *= n
+        count = math.prod(array.shape)
         local = local_array_name(array)
         lines.append(f"    __local {array.element.c_name()} {local}[{count}];")
         if name in plan.image_mem:
@@ -431,13 +407,9 @@ def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footp
     origins, extents = tile_origin_names(array), tile_extent_names(array)
     lines = []
     for d in range(dims):
-        span = plan.span(d)
-        start = f"get_group_id({d}) * get_local_size({d})" + (f" * {span}" if span > 1 else "")
-        if plan.interleaved and plan.px[d] > 1:
-            start += f" + imcl_k{AXES[d]} * get_global_size({d})"
+        start, size = interior.block_range(plan, d)
         low, high = footprint.halo_low[d], footprint.halo_high[d]
         lines.append(f"{pad}const int {origins[d]} = {start}" + (f" - {low}" if low else "") + ";")
-        size = f"get_local_size({d})" + (f" * {span}" if span > 1 else "")
         lines.append(f"{pad}const int {extents[d]} = {size}" + (f" + {low + high}" if low + high else "") + ";")
     loops = []
     for d in reversed(range(dims)):
@@ -481,12 +453,8 @@ def kernel_body(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, 
     if coarse_axes:
         layout = "strided by the global size" if plan.interleaved else "contiguous"
         lines.append(f"    // {' x '.join(str(p) for p in plan.px)} grid points per work-item, {layout}")
-    for d in coarse_axes:
-        k = f"imcl_k{AXES[d]}"
-        lines.append(f"{pad}for (int {k} = 0; {k} < {plan.px[d]}; {k}++)")
-    if coarse_axes:
-        lines.append(pad + "{")
-        pad += "    "
+    opening, pad = interior.coarsening_loops(plan, coarse_axes, pad)
+    lines.extend(opening)
     if tiles and per_iteration:
         for name in tiles:
             lines.extend(_tile_load(info, plan, name, analysis.footprints[name], pad))
@@ -495,9 +463,7 @@ def kernel_body(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, 
     lines.append(f"{pad}    {point_call}")
     if tiles and per_iteration:
         lines.append(f"{pad}barrier(CLK_LOCAL_MEM_FENCE);  // the tile is reloaded in the next iteration")
-    if coarse_axes:
-        lines.append(pad[:-4] + "}")
-    return lines
+    return lines + interior.close_loops(coarse_axes, "    ")
 
 
 def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines: Optional[list[str]] = None,

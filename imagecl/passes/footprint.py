@@ -8,6 +8,8 @@ local-memory tile needs, and tells whether neighbouring grid points reuse each o
 """
 from __future__ import annotations
 
+import math
+
 import itertools
 from dataclasses import dataclass, field
 from typing import Optional
@@ -85,7 +87,7 @@ class LoopInfo:
 
 
 DYNAMIC_UNROLL_FACTORS = [1, 2, 4, 8, 16]  # the paper's factors for the ray traversal loop
-MAX_SMALL_ARRAY_BYTES = 64 * 1024  # fixed-size arrays up to this size are local/constant candidates
+MAX_SMALL_ARRAY_BYTES = 64 * 1024  # fixed-size arrays up to this size may go to local or image memory
 
 
 @dataclass
@@ -301,10 +303,7 @@ def array_bytes(array: ArrayInfo) -> Optional[int]:
     if array.kind != "array" or not array.shape:
         return None
     lanes = array.element.width if isinstance(array.element, ty.VectorType) else 1
-    count = 1
-    for n in array.shape:
-        count *= n
-    return count * array.element.dtype.itemsize * lanes
+    return math.prod(array.shape) * array.element.dtype.itemsize * lanes
 
 
 def small_read_only_array(array: ArrayInfo) -> bool:
