@@ -474,17 +474,19 @@ def _export(args) -> int:
 def _import(args) -> int:
     """Other tools' measurements into our store, so `results`, `simulate` and `export` see them.
     Without our program's source, they are filed under the file's name and metadata."""
-    from .tuner.formats import FormatError, read_measurements
+    from .tuner.formats import FormatError, load_json, read_measurements
     from .tuner.store import Record, RunKey, Store, text_hash
 
-    if not Path(args.file).exists():
-        raise ImageCLError(f"{args.file}: no such file")
     try:
-        params, records = read_measurements(args.file)
-        meta = json.loads(Path(args.file).read_text())
-    except (FormatError, ValueError) as exc:
+        meta = load_json(args.file, closing=True)  # read once: the measurements and their metadata
+    except FormatError as exc:
         raise ImageCLError(str(exc)) from None
-    meta = meta if isinstance(meta, dict) else {}
+    if not isinstance(meta, dict):
+        raise ImageCLError(f"{args.file}: neither a Kernel Tuner cache nor a T4 file (not a JSON object)")
+    try:
+        params, records = read_measurements(meta)
+    except FormatError as exc:
+        raise ImageCLError(f"{args.file}: {exc}") from None
     name = args.program or str(meta.get("kernel_name") or Path(args.file).stem)
     run = RunKey(text_hash(f"imported:{Path(args.file).resolve()}"), name, str(meta.get("device_name", "unknown")),
                  "imported", str(meta.get("problem_size", "unknown")))

@@ -75,6 +75,15 @@ def test_simulate_replays_the_database_and_exports(tuned, tmp_path):
         assert imported.returncode == 0, imported.stderr
         records = json.loads(_cli("results", "--db", str(back), "--json").stdout)
         assert min(r["time"] for r in records if r["time"] is not None) == pytest.approx(data["optimum"], rel=1e-6)
+    # a Kernel Tuner cache an interrupted run left unclosed imports as simulate reads it
+    text = (tmp_path / "kt.json").read_text().rstrip()
+    assert text.endswith("}\n}") or text.endswith("}}")
+    unclosed = tmp_path / "unclosed.json"
+    unclosed.write_text(text[:-1].rstrip()[:-1].rstrip() + ",\n")
+    imported = _cli("import", str(unclosed), "--db", str(tmp_path / "unclosed.db"))
+    assert imported.returncode == 0, imported.stderr
+    records = json.loads(_cli("results", "--db", str(tmp_path / "unclosed.db"), "--json").stdout)
+    assert min(r["time"] for r in records if r["time"] is not None) == pytest.approx(data["optimum"], rel=1e-6)
 
 
 def test_tune_and_simulate_errors(tmp_path):

@@ -71,7 +71,9 @@ class FormatError(ValueError):
 # ---- shared helpers --------------------------------------------------------------------------------
 
 
-def _load_json(source: Union[PathLike, Mapping[str, Any]], closing: bool = False) -> Any:
+def load_json(source: Union[PathLike, Mapping[str, Any]], closing: bool = False) -> Any:
+    """The parsed JSON of `source` (a path, or already parsed); `closing`: repair a Kernel Tuner
+    cache that an interrupted run left without its closing braces."""
     if isinstance(source, Mapping):
         return source
     path = Path(source)
@@ -210,7 +212,7 @@ def _measurement_rows(parameters: Sequence[Parameter], measurements: Iterable[Ma
 
 def read_kernel_tuner_cache(source: Union[PathLike, Mapping[str, Any]]) -> tuple[list[Parameter], Records]:
     """Parameters and records (seconds | None) from a Kernel Tuner cache file or its parsed JSON."""
-    data = _load_json(source, closing=True)
+    data = load_json(source, closing=True)
     where = source if not isinstance(source, Mapping) else "cache"
     if not isinstance(data, Mapping) or not isinstance(data.get("cache"), Mapping) \
             or not isinstance(data.get("tune_params_keys"), list):
@@ -282,7 +284,7 @@ def read_t4(source: Union[PathLike, Mapping[str, Any]],
     Pass `parameters` to keep a known parameter order and value set; otherwise they are inferred
     from the configurations in the file (in the order of the first one).
     """
-    data = _load_json(source)
+    data = load_json(source)
     where = source if not isinstance(source, Mapping) else "results"
     if not isinstance(data, Mapping) or not isinstance(data.get("results"), list):
         raise FormatError(f"{where}: not a T4 results file (needs a 'results' list)")
@@ -366,7 +368,7 @@ def detect_format(data: Any) -> str:
 
 def read_measurements(source: Union[PathLike, Mapping[str, Any]]) -> tuple[list[Parameter], Records]:
     """Read a Kernel Tuner cache or a T4 file, whichever it is."""
-    data = _load_json(source, closing=True)
+    data = load_json(source, closing=True)
     try:
         kind = detect_format(data)
         return read_kernel_tuner_cache(data) if kind == "kernel_tuner" else read_t4(data)
@@ -376,5 +378,5 @@ def read_measurements(source: Union[PathLike, Mapping[str, Any]]) -> tuple[list[
         raise FormatError(f"{source}: {e}") from None
 
 
-__all__ = ["FormatError", "read_kernel_tuner_cache", "write_kernel_tuner_cache", "read_t4", "write_t4",
+__all__ = ["FormatError", "load_json", "read_kernel_tuner_cache", "write_kernel_tuner_cache", "read_t4", "write_t4",
            "detect_format", "read_measurements", "KT_ERRORS", "T4_INVALIDITY"]
