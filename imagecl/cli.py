@@ -355,7 +355,7 @@ def _tune(args) -> int:
         raise ImageCLError("no configuration could be measured successfully; see 'imagecl results --db "
                            f"{db}' for the failures")
     best = space.complete(result.best_config)
-    predicted = result.info.get("predicted_seconds") if isinstance(result.info, dict) else None
+    predicted = result.info.get("predicted_seconds")
     paths = export_tuned(program, best, out, device, shape, measured=result.best_time, predicted=predicted)
     tuned.record(program.info.unit.source, device, best, shape, result.best_time)
     naive_time = naive.best_time
@@ -370,7 +370,6 @@ def _tune(args) -> int:
 
 def _tune_kernel(args) -> int:
     import runpy
-    import traceback
 
     from .tuner.kernel import TunableKernel
 

@@ -67,12 +67,12 @@ class ExecutionError(ImageCLError):
     """The OpenCL runtime failed while running a kernel (out of resources, invalid work-group...)."""
 
 
-def did_you_mean(name: str, candidates: Iterable[str]) -> Optional[str]:
+def did_you_mean(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> Optional[str]:
     """A 'did you mean' suggestion for a misspelt name, or None."""
-    matches = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    matches = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=cutoff)
     return matches[0] if matches else None
 
 
-def suggestion_suffix(name: str, candidates: Iterable[str]) -> str:
-    guess = did_you_mean(name, candidates)
+def suggestion_suffix(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str:
+    guess = did_you_mean(name, candidates, cutoff)
     return f"; did you mean '{guess}'?" if guess else ""

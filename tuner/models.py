@@ -19,6 +19,8 @@ from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
 
+from ..errors import did_you_mean
+
 PREDICT_CHUNK = 1 << 16
 
 
@@ -323,10 +325,8 @@ MODELS: dict[str, Callable[..., Model]] = {
 def make_model(name: str, seed: int = 0, **kw) -> Model:
     """A fresh model by name (see MODELS); keyword arguments go to the model's constructor."""
     if name not in MODELS:
-        import difflib
-
-        close = difflib.get_close_matches(name, MODELS, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        close = did_you_mean(name, MODELS)
+        hint = f" (did you mean '{close}'?)" if close else ""
         raise ValueError(f"unknown model '{name}'{hint}; known: {', '.join(MODELS)}")
     return MODELS[name](seed=seed, **kw)
 

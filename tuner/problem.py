@@ -238,7 +238,6 @@ class ReplayProblem(Problem):
             key = self._normalise_key(raw)
             self.records[key] = None if time is None or not math.isfinite(float(time)) else float(time)
         self.evaluations = 0
-        self._recorded = set(self.records)
 
     def _normalise_key(self, raw: Any) -> Key:
         if isinstance(raw, (frozenset, set)):
@@ -257,7 +256,7 @@ class ReplayProblem(Problem):
 
     def valid_mask(self, columns: Columns) -> np.ndarray:
         rows = zip(*(np.asarray(columns[n]).tolist() for n in self.names))
-        return np.fromiter((tuple(r) in self._recorded for r in rows), dtype=bool)
+        return np.fromiter((tuple(r) in self.records for r in rows), dtype=bool)
 
     def evaluate(self, config: Mapping[str, Any]) -> Optional[float]:
         self.evaluations += 1

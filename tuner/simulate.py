@@ -12,7 +12,6 @@ numbers) raise `SimulationError`, a ValueError with a message meant for the user
 from __future__ import annotations
 
 import argparse
-import difflib
 import inspect
 import json
 import statistics
@@ -22,6 +21,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from ..errors import suggestion_suffix
 from .formats import FormatError, read_measurements
 from .problem import Problem, ReplayProblem
 from .strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy, get_strategy
@@ -62,8 +62,7 @@ def check_options(name: str, fn: Strategy, options: Mapping[str, Any]) -> None:
               and p not in ("problem", "budget", "rng")}
     for key, value in options.items():
         if key not in params:
-            close = difflib.get_close_matches(key, params, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            hint = suggestion_suffix(key, params)
             known = ", ".join(params) or "none"
             raise SimulationError(f"strategy '{name}' has no option '{key}'{hint} (its options: {known})")
         default = params[key].default

@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..errors import suggestion_suffix
 from .encoding import Encoder
 from .models import Model, make_model
 from .problem import Config, Key, Problem, product_keys
@@ -609,10 +610,7 @@ def get_strategy(name: str) -> Strategy:
     key = str(name).strip().lower()
     if key in STRATEGIES:
         return STRATEGIES[key]
-    import difflib
-
-    close = difflib.get_close_matches(key, STRATEGIES, n=1, cutoff=0.4)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
+    hint = suggestion_suffix(key, STRATEGIES, cutoff=0.4)
     raise ValueError(f"unknown strategy '{name}'{hint} (known: {', '.join(STRATEGIES)})")
 
 
