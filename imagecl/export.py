@@ -222,12 +222,9 @@ def c_wrapper(program, config: Mapping[str, int], device=None) -> tuple[str, str
         elif a.role == "length":
             body.append(f"        {{ cl_int imcl_v = (cl_int){derived(a.param, 'length')}; "
                         "imcl_err |= clSetKernelArg(imcl_k->kernel, imcl_a++, sizeof imcl_v, &imcl_v); }")
-        elif a.role == "tile":
-            fp = analysis.footprints[a.param]
-            element = info.arrays[a.param].element
-            nbytes = element.dtype.itemsize * (element.width if isinstance(element, ty.VectorType) else 1)
-            factors = [f"({plan.wg[d]} * {plan.span(d)} + {fp.halo_low[d] + fp.halo_high[d]})" for d in range(dims)]
-            body.append(f"        imcl_err |= clSetKernelArg(imcl_k->kernel, imcl_a++, {nbytes} * {' * '.join(factors)}, NULL);")
+        elif a.role == "tile":  # the local-memory tile, sized as the runtime sizes it
+            nbytes = tile_bytes_at_launch(info, plan, analysis, a.param)
+            body.append(f"        imcl_err |= clSetKernelArg(imcl_k->kernel, imcl_a++, {nbytes}, NULL);")
         else:
             t = scalar_types[a.param]
             ctype = _C_TYPES[t.c_name()]

@@ -529,7 +529,7 @@ class TunableKernel:
             raise ImageCLError(f"no configuration of '{self.kernel_name}' ran correctly ({statuses}):\n{shown}{hint}")
         full = space.complete(best_config)
         glob, local = target.kernel.rules.sizes(full)
-        options = list(self.build_options) + [f"-D{n}={full[n]}" for n in self._defines()]
+        options = list(target.build_input(full)[1])
         return KernelTuneResult(self.kernel_name, full, best_time, self.source_for(full), options, glob, local,
                                 evaluations, name, target.device.name.strip(), statuses, errors,
                                 [(dict(c), t) for c, t in history], dict(info))
