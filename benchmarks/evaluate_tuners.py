@@ -48,10 +48,8 @@ def kernel_tuner_available() -> bool:
 def model_errors(problem, sizes, repeats: int, seed: int) -> dict:
     """Mean relative error of predicted times on held-out valid configurations."""
     rows = problem.candidate_matrix()
-    times = np.array([problem.records[tuple(r)] if problem.records.get(tuple(r)) is not None else np.nan
-                      for r in rows], dtype=float) if hasattr(problem, "records") else None
-    if times is None:
-        times = np.array([problem.evaluate(problem.config(r)) or np.nan for r in rows], dtype=float)
+    times = np.array([np.nan if problem.records.get(tuple(r)) is None else problem.records[tuple(r)]
+                      for r in rows], dtype=float)
     valid = ~np.isnan(times)
     rows, times = rows[valid], times[valid]
     encoder = Encoder(problem.parameters)
@@ -105,7 +103,7 @@ def main(argv=None) -> int:
     for file in args.files:
         problem = load_problem(file)
         matrix = problem.candidate_matrix()
-        valid = int(sum(1 for r in matrix if problem.evaluate(problem.config(r)) is not None))
+        valid = problem.valid_count
         name = Path(file).name.split(".")[0]
         kt = theirs if str(file).endswith(".kt.json") else []
         print(f"{name}: {len(matrix)} recorded, {valid} valid", file=sys.stderr, flush=True)

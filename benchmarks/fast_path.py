@@ -30,26 +30,17 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import imagecl  # noqa: E402
 from imagecl.errors import ImageCLError  # noqa: E402
 from imagecl.runtime import launcher  # noqa: E402
-from imagecl.runtime.devices import _all_devices, context_and_queue, describe, select_device  # noqa: E402
+from imagecl.runtime.devices import _all_devices, describe, select_device  # noqa: E402
 from imagecl.runtime.session import Session  # noqa: E402
+from bandwidth import copy_bandwidth  # noqa: E402
+from peer_workloads import convolution_source  # noqa: E402
 
 RNG = np.random.default_rng(6)
-
-CONVOLUTION3 = """
-#pragma imcl grid(input, output)
-#pragma imcl boundary_cond(input:clamped)
-void convolution3(Image<float> input, Image<float> output, float filter[3][3]) {
-    float sum = 0.0f;
-    for (int j = -1; j <= 1; j++)
-        for (int i = -1; i <= 1; i++)
-            sum += input[idx - i][idy - j] * filter[j + 1][i + 1];
-    output[idx][idy] = sum;
-}
-"""
 
 
 @dataclass
@@ -79,7 +70,7 @@ def _example(name: str) -> Callable[[], imagecl.Program]:
 BENCHMARKS = [
     Benchmark("sobel", _example("sobel.icl"), lambda s: {"input": _float(8192, s)},
               lambda a: 3 * a["input"].nbytes),
-    Benchmark("convolution 3x3", lambda: imagecl.compile(CONVOLUTION3, "convolution3.icl"),
+    Benchmark("convolution 3x3", lambda: imagecl.compile(convolution_source(1), "convolution3.icl"),
               lambda s: {"input": _float(8192, s), "filter": np.full((3, 3), 1 / 9, np.float32)},
               lambda a: 2 * a["input"].nbytes),
     Benchmark("convolution 9x9", _example("convolution9.icl"),
@@ -91,36 +82,10 @@ BENCHMARKS = [
               lambda a: 2 * a["input"].nbytes),
 ]
 
-_COPY = """
-__kernel void imcl_copy(__global const float4* a, __global float4* b)
-{
-    const size_t i = get_global_id(0);
-    b[i] = a[i];
-}
-"""
-
-
 def copy_bandwidths(device, nbytes: int) -> dict:
     """Bytes per second (read + written) of a copy kernel and of the driver's buffer copy."""
-    import pyopencl as cl
-
-    context, queue = context_and_queue(device)
-    a = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
-    b = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
-    cl.enqueue_fill_buffer(queue, a, np.uint8(1), 0, nbytes).wait()
-    kernel = cl.Program(context, _COPY).build().imcl_copy
-    kernel.set_args(a, b)
-    best_kernel = best_copy = float("inf")
-    for _ in range(8):
-        event = cl.enqueue_nd_range_kernel(queue, kernel, (nbytes // 16,), (256,))
-        event.wait()
-        best_kernel = min(best_kernel, (event.profile.end - event.profile.start) * 1e-9)
-        event = cl.enqueue_copy(queue, b, a)
-        event.wait()
-        best_copy = min(best_copy, (event.profile.end - event.profile.start) * 1e-9)
-    a.release()
-    b.release()
-    return {"copy_kernel": 2 * nbytes / best_kernel, "buffer_copy": 2 * nbytes / best_copy}
+    measured = copy_bandwidth(device, nbytes)
+    return {"copy_kernel": measured["bytes_per_second"], "buffer_copy": measured["buffer_copy_bytes_per_second"]}
 
 
 def base_configs(space, gpu: bool, random_count: int, seed: int) -> list[dict]:

@@ -20,6 +20,8 @@ from typing import Optional, Union
 
 import numpy as np
 
+from imagecl.tuner.simulate import summarise
+
 # the strategies of Kernel Tuner 1.5 that run in simulation mode (brute_force is exhaustive search)
 KT_STRATEGIES = ["random_sample", "genetic_algorithm", "pso", "simulated_annealing", "dual_annealing",
                  "greedy_ils", "mls", "greedy_mls", "firefly_algorithm", "bayes_opt", "diff_evo", "basinhopping"]
@@ -62,8 +64,6 @@ def simulate_kt(file: Union[str, Path], strategy: str, budget: int, repeats: int
                 optimum: float) -> dict:
     """`repeats` runs; the same summary keys as imagecl.tuner.simulate.simulate."""
     runs = [replay(file, strategy, budget, seed * 1000 + r) for r in range(repeats)]
-    slow = [r.best_time / optimum for r in runs if r.best_time is not None]
-    failed = sum(r.best_time is None for r in runs)
-    return {"mean_slowdown": float(np.mean(slow)) if slow else None, "max_slowdown": max(slow) if slow else None,
-            "mean_evaluations": float(np.mean([r.evaluations for r in runs])),
-            "found_optimum": sum(s <= 1 + 1e-12 for s in slow) / len(runs), "failed_runs": failed}
+    return summarise([{"best_time": r.best_time, "evaluations": r.evaluations,
+                       **({"slowdown": r.best_time / optimum} if r.best_time is not None else {})} for r in runs],
+                     optimum, None)

@@ -35,47 +35,11 @@ sys.path.insert(0, str(HERE))
 
 import imagecl  # noqa: E402
 from imagecl.errors import ImageCLError  # noqa: E402
-from imagecl.runtime.devices import context_and_queue, describe, select_device  # noqa: E402
+from imagecl.runtime.devices import describe, select_device  # noqa: E402
 from imagecl.runtime.session import Session  # noqa: E402
+from bandwidth import copy_bandwidth  # noqa: E402
 from peer_impls import NotOffered, Peer, peers_for  # noqa: E402
 from peer_workloads import Workload, all_workloads  # noqa: E402
-
-_COPY = """
-__kernel void stream_copy(__global const float4* restrict a, __global float4* restrict b) {
-    const size_t i = get_global_id(0);
-    b[i] = a[i];
-}
-"""
-
-
-def copy_bandwidth(device, nbytes: int) -> dict:
-    """Bytes per second of a STREAM-like copy kernel (bytes read + bytes written), best of several
-    launches and work-group sizes (PoCL's buffer copy command is far below the memory system's)."""
-    import pyopencl as cl
-
-    context, queue = context_and_queue(device)
-    n = nbytes // 16
-    a = cl.Buffer(context, cl.mem_flags.READ_WRITE, n * 16)
-    b = cl.Buffer(context, cl.mem_flags.READ_WRITE, n * 16)
-    cl.enqueue_fill_buffer(queue, a, np.float32(1), 0, n * 16).wait()
-    kernel = cl.Program(context, _COPY).build().stream_copy
-    kernel.set_args(a, b)
-    best, best_local = float("inf"), None
-    for local in (None, 64, 128, 256, 1024):
-        if local is not None and (local > device.max_work_group_size or n % local):
-            continue
-        kernel_local = None if local is None else (local,)
-        cl.enqueue_nd_range_kernel(queue, kernel, (n,), kernel_local).wait()  # warm-up
-        for _ in range(5):
-            event = cl.enqueue_nd_range_kernel(queue, kernel, (n,), kernel_local)
-            event.wait()
-            seconds = (event.profile.end - event.profile.start) * 1e-9
-            if seconds < best:
-                best, best_local = seconds, local
-    a.release()
-    b.release()
-    return {"bytes_per_second": 2 * n * 16 / best, "buffer_bytes": n * 16, "work_group": best_local}
-
 
 # ---- checking a peer's output ----------------------------------------------------------------------------
 def check_output(got: dict, expected: dict, workload: Workload) -> Optional[str]:

@@ -23,10 +23,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import imagecl  # noqa: E402
 from imagecl.errors import ImageCLError  # noqa: E402
-from imagecl.runtime.devices import context_and_queue, describe, select_device  # noqa: E402
+from imagecl.runtime.devices import describe, select_device  # noqa: E402
+from bandwidth import copy_bandwidth  # noqa: E402
 from imagecl.runtime.session import Session, outputs_match  # noqa: E402
 
 RNG = np.random.default_rng(2017)
@@ -81,22 +83,9 @@ BENCHMARKS = [
 ]
 
 
-def copy_bandwidth(device, nbytes: int = 256 << 20) -> float:
-    """Bytes per second of a device-to-device copy, counting bytes read plus bytes written."""
-    import pyopencl as cl
-
-    context, queue = context_and_queue(device)
-    a = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
-    b = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
-    cl.enqueue_fill_buffer(queue, a, np.uint8(1), 0, nbytes).wait()
-    best = float("inf")
-    for _ in range(6):
-        event = cl.enqueue_copy(queue, b, a)
-        event.wait()
-        best = min(best, (event.profile.end - event.profile.start) * 1e-9)
-    a.release()
-    b.release()
-    return 2 * nbytes / best
+def buffer_copy_bandwidth(device, nbytes: int = 256 << 20) -> float:
+    """Bytes per second of a device-to-device buffer copy, counting bytes read plus bytes written."""
+    return copy_bandwidth(device, nbytes)["buffer_copy_bytes_per_second"]
 
 
 def _fill_missing_scalars(prog, args: dict) -> dict:
@@ -201,7 +190,7 @@ def main(argv=None) -> int:
     info = describe(device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    bandwidth = copy_bandwidth(device, (256 << 20) if info.kind == "GPU" else (64 << 20))
+    bandwidth = buffer_copy_bandwidth(device, (256 << 20) if info.kind == "GPU" else (64 << 20))
     records = []
     for bench in BENCHMARKS:
         if args.only and bench.file not in args.only.split(","):

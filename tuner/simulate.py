@@ -127,7 +127,7 @@ def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: U
         runs.append(run)
     return {"strategy": name, "max_evals": int(max_evals), "seed": int(seed), "options": options,
             "space_size": space, "valid": _valid_count(first), "optimum": optimum, "repeats": runs,
-            **_summary(runs, optimum, space)}
+            **summarise(runs, optimum, space)}
 
 
 def _valid_count(problem: Problem) -> Optional[int]:
@@ -135,7 +135,8 @@ def _valid_count(problem: Problem) -> Optional[int]:
     return int(count) if count is not None else None
 
 
-def _summary(runs: list[dict[str, Any]], optimum: Optional[float], space: Optional[int]) -> dict[str, Any]:
+def summarise(runs: list[dict[str, Any]], optimum: Optional[float], space: Optional[int]) -> dict[str, Any]:
+    """Statistics of repeated runs ({"best_time", "evaluations"[, "slowdown"]} each)."""
     times = [r["best_time"] for r in runs if r["best_time"] is not None]
     evals = [r["evaluations"] for r in runs]
     out: dict[str, Any] = {
