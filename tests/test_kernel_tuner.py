@@ -16,7 +16,8 @@ from imagecl.errors import ArgumentError, ConfigError, ImageCLError
 from imagecl.space import DeviceLimits
 from imagecl.tuner.engine import measure
 from imagecl.tuner.kernel import InOut, KernelError, Output, TunableKernel
-from imagecl.tuner.kernelrun import compare, poison_values
+from imagecl.runtime.session import output_mismatch
+from imagecl.tuner.kernelrun import poison_values
 from imagecl.tuner.store import Store
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "handwritten"
@@ -180,9 +181,9 @@ def test_poison_values_never_match_the_reference():
     assert np.isinf(f)
     assert poison_values(np.array([1.0], np.float32))[0] != poison_values(np.array([1.0], np.float32))[0]  # NaN
     ref = np.array([1.0, 2.0, 1000.0], np.float32)
-    assert compare(ref + np.float32(1e-3), ref, 1e-4, 1000.0) is None  # within tolerance of the scale
-    assert "differs at (1,)" in compare(np.array([1.0, 2.5, 1000.0], np.float32), ref, 1e-4, 1000.0)
-    assert compare(np.array([1, 3], np.int32), np.array([1, 2], np.int32), 0.5, 0.0) is not None  # ints exact
+    assert output_mismatch(ref + np.float32(1e-3), ref, 1e-4, 1000.0) is None  # within tolerance of the scale
+    assert "differs at (1,)" in output_mismatch(np.array([1.0, 2.5, 1000.0], np.float32), ref, 1e-4, 1000.0)
+    assert output_mismatch(np.array([1, 3], np.int32), np.array([1, 2], np.int32), 0.5, 0.0) is not None  # ints exact
 
 
 def test_the_result_reproduces_the_output_with_plain_pyopencl(tmp_path):

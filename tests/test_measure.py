@@ -115,6 +115,10 @@ def test_output_verification_catches_differences():
     wrong[1, 2] += 0.5
     assert "differs at (1, 2)" in outputs_match({"o": wrong}, ref)
     assert outputs_match({"o": ref["o"][:1]}, ref) is not None
+    # an infinite reference value does not widen the tolerance of the finite ones
+    with_inf = {"o": np.array([np.inf, 1.0, 2.0], np.float32)}
+    assert outputs_match({"o": np.array([np.inf, 1.0, 2.0], np.float32)}, with_inf) is None
+    assert "differs at (1,)" in outputs_match({"o": np.array([np.inf, 5.0, 2.0], np.float32)}, with_inf)
 
 
 def test_kill_during_a_run_loses_nothing_and_resumes(tmp_path, cache_dir):

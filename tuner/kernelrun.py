@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ConfigError, ExecutionError
-from ..runtime.session import Timing
+from ..runtime.session import Timing, output_mismatch, reference_scale
 
 
 def build_input(source: str, build_options: Sequence[str], defines: Sequence[str],
@@ -53,26 +53,6 @@ def poison_values(reference: np.ndarray) -> list[Any]:
     return [dtype.type(info.min), dtype.type(info.max)]
 
 
-def compare(out: np.ndarray, ref: np.ndarray, tolerance: float, scale: float) -> Optional[str]:
-    """None when `out` matches `ref` (floats within tolerance * scale + tolerance * |ref|, NaN
-    matching NaN; integers exactly), else where and how it differs."""
-    if ref.dtype.kind == "f":
-        bad = ~np.isclose(out, ref, rtol=tolerance, atol=tolerance * scale, equal_nan=True)
-    else:
-        bad = out != ref
-    if not bad.any():
-        return None
-    where = tuple(int(i) for i in np.argwhere(bad)[0])
-    return f"differs at {where}: {out[where]} instead of {ref[where]} ({int(bad.sum())} of {bad.size} values)"
-
-
-def scale_of(ref: np.ndarray) -> float:
-    if ref.dtype.kind != "f":
-        return 0.0
-    finite = ref[np.isfinite(ref)]
-    return max(1.0, float(np.abs(finite).max())) if finite.size else 1.0
-
-
 class KernelRunner:
     """Builds, launches, times and verifies configurations of one hand-written kernel."""
 
@@ -100,7 +80,7 @@ class KernelRunner:
         self.outputs = [i for i, a in enumerate(self.args) if a["kind"] == "array" and a["role"] == "out"]
         self.inouts = [i for i, a in enumerate(self.args) if a["kind"] == "array" and a["role"] == "inout"]
         self.reference = self._reference(setup.get("reference"))
-        self.scales = {i: scale_of(r) for i, r in self.reference.items()}
+        self.scales = {i: reference_scale(r) for i, r in self.reference.items()}
         # the poison values of each output; a second pass only where one value cannot do
         self.poisons = {i: poison_values(r) for i, r in self.reference.items()}
 
@@ -194,7 +174,7 @@ class KernelRunner:
                 first.wait()
                 if verify:
                     for i, ref in self.reference.items():
-                        problem = compare(self._download(i), ref, self.tolerance, self.scales[i])
+                        problem = output_mismatch(self._download(i), ref, self.tolerance, self.scales[i])
                         if problem:
                             timing.problem = f"argument {i} {problem}"
                             return timing

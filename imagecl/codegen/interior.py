@@ -20,7 +20,6 @@ to be multiples of the vector size; otherwise the general body runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from ..ir import nodes as ir
 from ..ir import types as ty

@@ -294,7 +294,7 @@ def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], li
         if array.name in plan.image_mem:
             sampler, address, explicit = chosen[array.name]
             samplers[sampler] = {"name": sampler, "address": address}
-            coord = f"(int2)(x, y)" if array.dims == 2 else "(int4)(x, y, z, 0)"
+            coord = "(int2)(x, y)" if array.dims == 2 else "(int4)(x, y, z, 0)"
             images.append({**common, "dims": array.dims, "explicit": explicit,
                            "read": _image_read_call(array, sampler, coord), "inside": plan.interior})
         else:

@@ -122,10 +122,8 @@ class Session:
 
         for name, host in outputs.items():
             self.reference_host[name] = host
-            finite = host[np.isfinite(host)] if host.dtype.kind == "f" else host
             # the tolerance's scale, computed once: per variant it would cost a pass over the image
-            self.reference_scale[name] = (max(1.0, float(np.abs(finite).max()))
-                                          if host.dtype.kind == "f" and finite.size else 0.0)
+            self.reference_scale[name] = reference_scale(host)
             self.reference[name] = cl.Buffer(self.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                                              hostbuf=np.ascontiguousarray(host))
 
@@ -216,6 +214,28 @@ class Session:
         return timing
 
 
+def reference_scale(ref: np.ndarray) -> float:
+    """The scale of a float output's absolute tolerance (tolerance * scale): its largest finite
+    magnitude, at least 1 (0 for integers, which compare exactly)."""
+    if ref.dtype.kind != "f":
+        return 0.0
+    finite = ref[np.isfinite(ref)]
+    return max(1.0, float(np.abs(finite).max())) if finite.size else 1.0
+
+
+def output_mismatch(out: np.ndarray, ref: np.ndarray, rtol: float, scale: float) -> Optional[str]:
+    """None when `out` matches `ref` (floats within rtol * |ref| + rtol * scale, NaN matching NaN;
+    integers exactly), else where and how it differs."""
+    if ref.dtype.kind == "f":
+        bad = ~np.isclose(out, ref, rtol=rtol, atol=rtol * scale, equal_nan=True)
+    else:
+        bad = out != ref
+    if not bad.any():
+        return None
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    return f"differs at {where}: {out[where]} instead of {ref[where]} ({int(bad.sum())} of {bad.size} values)"
+
+
 def outputs_match(got: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], rtol: float = 1e-4) -> Optional[str]:
     """None if every output matches (integers exactly, floats within rtol of the data's scale);
     otherwise a short description of the first mismatch."""
@@ -223,15 +243,10 @@ def outputs_match(got: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarr
         out = got.get(name)
         if out is None or out.shape != ref.shape:
             return f"output '{name}' is missing or has the wrong shape"
-        if ref.dtype.kind == "f":
-            scale = max(1.0, float(np.nanmax(np.abs(ref)))) if np.isfinite(ref).any() else 1.0
-            bad = ~np.isclose(out, ref, rtol=rtol, atol=rtol * scale, equal_nan=True)
-        else:
-            bad = out != ref
-        if bad.any():
-            where = tuple(int(i) for i in np.argwhere(bad)[0])
-            return f"output '{name}' differs at {where}: {out[where]} instead of {ref[where]} ({int(bad.sum())} values)"
+        problem = output_mismatch(out, ref, rtol, reference_scale(ref))
+        if problem:
+            return f"output '{name}' {problem}"
     return None
 
 
-__all__ = ["Session", "Timing", "outputs_match", "BuildError", "ExecutionError"]
+__all__ = ["Session", "Timing", "outputs_match", "output_mismatch", "reference_scale", "BuildError", "ExecutionError"]
