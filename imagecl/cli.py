@@ -268,17 +268,24 @@ class _Progress:
             print(line, file=sys.stderr, flush=True)
 
 
-def _measure(args) -> int:
+def _synthetic_inputs(program, shape, args) -> dict:
+    """The program's arguments for a grid of `shape`: NAME=FILE/VALUE assignments given on the
+    command line, random images (seeded) and 1 for the scalars that were not (with a note)."""
     from .runtime.synthetic import synthetic_arguments
+
+    arguments, defaulted = synthetic_arguments(program, shape, _inputs(program, args.assignments), seed=args.seed)
+    for name in defaulted:
+        print(f"note: scalar '{name}' not given; using 1 (pass {name}=VALUE)", file=sys.stderr)
+    return arguments
+
+
+def _measure(args) -> int:
     from .tuner.engine import MeasureOptions, measure
     from .tuner.store import Store
 
     program = _load(args.file)
     shape = parse_size(args.size)
-    given = _inputs(program, args.assignments)
-    arguments, defaulted = synthetic_arguments(program, shape, given, seed=args.seed)
-    for name in defaulted:
-        print(f"note: scalar '{name}' not given; using 1 (pass {name}=VALUE)", file=sys.stderr)
+    arguments = _synthetic_inputs(program, shape, args)
     space = program.space_for(args.device, shape)
     if args.random is not None:
         if args.random <= 0:
@@ -306,7 +313,6 @@ def _tune(args) -> int:
     from . import tuned
     from .export import export_tuned
     from .runtime.devices import select_device
-    from .runtime.synthetic import synthetic_arguments
     from .tuner.engine import MeasureOptions, Measurer
     from .tuner.live import LiveProblem
     from .tuner.simulate import SimulationError, resolve_strategy
@@ -322,10 +328,7 @@ def _tune(args) -> int:
         name, strategy = resolve_strategy(args.strategy)
     except SimulationError as exc:
         raise ArgumentError(str(exc)) from None
-    given = _inputs(program, args.assignments)
-    arguments, defaulted = synthetic_arguments(program, shape, given, seed=args.seed)
-    for scalar in defaulted:
-        print(f"note: scalar '{scalar}' not given; using 1 (pass {scalar}=VALUE)", file=sys.stderr)
+    arguments = _synthetic_inputs(program, shape, args)
     device = select_device(args.device)
     out = Path(args.output)
     db = Path(args.db) if args.db else out / "measurements.db"
@@ -400,13 +403,16 @@ def _tune_kernel(args) -> int:
 def _simulate(args) -> int:
     from .tuner.simulate import SimulationError, main as simulate_main
 
+    import tempfile
+
     rest = list(args.rest)
-    if rest and not rest[0].startswith("-") and _is_sqlite(rest[0]):
-        rest[0] = _db_to_cache(rest[0])
-    try:
-        return simulate_main(rest)
-    except SimulationError as exc:
-        raise ImageCLError(str(exc)) from None
+    with tempfile.TemporaryDirectory(prefix="imagecl-replay-") as scratch:
+        if rest and not rest[0].startswith("-") and _is_sqlite(rest[0]):
+            rest[0] = _db_to_cache(rest[0], Path(scratch) / "replay.json")
+        try:
+            return simulate_main(rest)
+        except SimulationError as exc:
+            raise ImageCLError(str(exc)) from None
 
 
 def _is_sqlite(path: str) -> bool:
@@ -418,7 +424,8 @@ def _is_sqlite(path: str) -> bool:
 
 
 def _db_records(db: str):
-    """(parameter names, measurements) of the largest run in a results database."""
+    """(run, parameters, measurements) of the largest run in a results database."""
+    from .tuner.problem import parameters_from_keys
     from .tuner.store import Store
 
     with Store(db) as store:
@@ -433,31 +440,25 @@ def _db_records(db: str):
     names = sorted({k for r in best for k in r.config})
     measurements = [{"config": {n: r.config.get(n, 0) for n in names}, "time_seconds": r.time, "status": r.status,
                      "error": r.error} for r in best if r.status != "invalid_config"]
-    return best_run, names, measurements
-
-
-def _db_to_cache(db: str) -> str:
-    """Replay from our database: converted on the fly to a Kernel Tuner cache file."""
-    import tempfile
-
-    from .tuner.formats import write_kernel_tuner_cache
-    from .tuner.problem import parameters_from_keys
-
-    _, names, measurements = _db_records(db)
     params = parameters_from_keys(names, (tuple(m["config"][n] for n in names) for m in measurements))
-    path = tempfile.mktemp(suffix=".json", prefix="imagecl-replay-")
+    return best_run, params, measurements
+
+
+def _db_to_cache(db: str, path: Path) -> str:
+    """Replay from our database: converted to a Kernel Tuner cache file at `path`."""
+    from .tuner.formats import write_kernel_tuner_cache
+
+    _, params, measurements = _db_records(db)
     write_kernel_tuner_cache(path, params, measurements)
-    return path
+    return str(path)
 
 
 def _export(args) -> int:
     from .tuner.formats import write_kernel_tuner_cache, write_t4
-    from .tuner.problem import parameters_from_keys
 
     if not Path(args.db).exists():
         raise ImageCLError(f"{args.db}: no such results database")
-    run, names, measurements = _db_records(args.db)
-    params = parameters_from_keys(names, (tuple(m["config"][n] for n in names) for m in measurements))
+    run, params, measurements = _db_records(args.db)
     try:
         if args.format == "kernel_tuner":
             write_kernel_tuner_cache(args.output, params, measurements)
