@@ -160,9 +160,10 @@ class Measurer:
     def close(self) -> None:
         self.worker.stop()
 
-    def stored(self) -> dict[str, Record]:
-        """What the store already holds for this program, device, driver and problem size."""
-        return {canonical_config(r.config): r for r in self.store.records(self.run)}
+    def stored(self, key: Optional[str] = None) -> dict[str, Record]:
+        """What the store already holds for this program, device, driver and problem size (only
+        the configuration with canonical key `key`, if given)."""
+        return {canonical_config(r.config): r for r in self.store.records(self.run, key)}
 
     def measure(self, configs: list[dict],
                 progress: Optional[Callable[[int, int, Summary], None]] = None) -> Summary:

@@ -36,7 +36,7 @@ class LiveProblem(Problem):
         key = canonical_config(full)
         if key not in self.known:
             self.measurer.measure([full])
-            self.known.update({k: r.time for k, r in self.measurer.stored().items() if k == key})
+            self.known.update({k: r.time for k, r in self.measurer.stored(key).items()})
         time = self.known.get(key)
         if self.on_measure is not None:
             self.on_measure(full, time)

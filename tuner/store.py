@@ -128,13 +128,17 @@ class Store:
              record.time, json.dumps(record.times), record.spread, record.error, int(record.verified),
              record.timestamp or time.time()))
 
-    def records(self, run: Optional[RunKey] = None) -> Iterator[Record]:
+    def records(self, run: Optional[RunKey] = None, config_key: Optional[str] = None) -> Iterator[Record]:
+        """The stored records (of `run`; of one configuration, by its canonical key)."""
         query = "SELECT program_name, program_hash, device, driver, problem_size, config, source_hash, status," \
                 " time, times, spread, error, verified, timestamp FROM measurements"
         args: tuple = ()
         if run is not None:
             query += " WHERE program_hash=? AND device=? AND driver=? AND problem_size=?"
             args = (run.program_hash, run.device, run.driver, run.problem_size)
+        if config_key is not None:
+            query += (" AND" if run is not None else " WHERE") + " config_key=?"
+            args += (config_key,)
         for row in self.db.execute(query + " ORDER BY id", args):
             (name, phash, device, driver, size, config, shash, status, t, times, spread, error, verified, ts) = row
             yield Record(json.loads(config), status, t, json.loads(times or "[]"), spread, error, bool(verified),
