@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from ..errors import ConfigError, ImageCLError
 from .buildcache import BuildCache, prebuild
 from .spawn import main_module_hidden
@@ -100,15 +102,16 @@ class _Worker:
             self.conn.close()
         self.process, self.conn = None, None
 
-    def measure_group(self, configs: list[dict], timeout: float):
+    def measure_group(self, configs: list[dict], timeout: float, repeats: Optional[int] = None):
         """Yield one result per configuration, in order: the worker's, or a timeout / crash record
-        (after which a fresh worker takes the rest of the group)."""
+        (after which a fresh worker takes the rest of the group). `repeats` asks for exactly that
+        many timed launches each (re-timing), instead of the worker's adaptive count."""
         pending = list(configs)
         while pending:
             if self.process is None:
                 self.start(max(timeout, 120.0))
             try:
-                self.conn.send({"configs": pending})
+                self.conn.send({"configs": pending, "repeats": repeats})
                 while pending:
                     if not self.conn.poll(timeout):
                         self.stop()
@@ -221,6 +224,37 @@ class Measurer:
                     progress(summary.measured, todo, summary)
         summary.seconds = time.time() - start
         return summary
+
+    def retime(self, configs: list[dict], repeats: int = 15) -> dict[str, Record]:
+        """Time stored, successful configurations again with `repeats` more launches each and store
+        the median of all their launches: for the few contenders whose order decides the result,
+        where the handful of launches of the search cannot tell apart differences of a few percent
+        on a noisy device. Returns the updated records by canonical key (failures keep their record)."""
+        if repeats < 1:
+            raise ValueError(f"repeats must be >= 1, got {repeats}")
+        stored = self.stored()
+        updated: dict[str, Record] = {}
+        groups: dict[str, list[dict]] = {}
+        for config in configs:
+            full = self.space.complete(config)
+            key = canonical_config(full)
+            old = stored.get(key)
+            if old is None or old.time is None:
+                continue  # nothing to refine: never measured here, or failed
+            groups.setdefault(canonical_config(self.space.source_key(full)), []).append(full)
+        for group in groups.values():
+            for result in self.worker.measure_group(group, self.options.timeout, repeats=repeats):
+                key = canonical_config(result["config"])
+                old = stored[key]
+                if result.get("time") is None:
+                    continue  # a contender that fails now (a flaky device) keeps what was measured
+                times = list(old.times) + list(result.get("times", []))
+                median = float(np.median(times))
+                record = Record(old.config, old.status, median, times, float((max(times) - min(times)) / median),
+                                old.error, old.verified, old.source_hash)
+                self.store.add(self.run, record)
+                updated[key] = record
+        return updated
 
 
 def measure(program, arguments: dict, configs: list[dict], store: Store, device: Any = None,

@@ -54,8 +54,13 @@ def worker_main(conn, setup: dict) -> None:
         if message is None:
             return
         # a group of configurations (one source, many launches); one result is sent per configuration
+        retime = message.get("repeats")  # re-timing contenders: exactly that many launches, no early cut
         for config in message["configs"]:
-            result = _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best)
+            if retime:
+                result = _measure_one(config, runner, device, cache, int(retime), int(retime), max_spread, setup,
+                                      float("inf"))
+            else:
+                result = _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best)
             if result.get("time") is not None:
                 best = min(best, result["time"])
             conn.send(result)
