@@ -155,7 +155,7 @@ def imagecl_side(workload: Workload, args: dict, device, store_path: Path, tune_
     session = Session(program, args, device)
     naive = session.time(program.plan(None), repeats=repeats, max_seconds=max_seconds)
     record = {"naive_seconds": naive.median, "naive_times": naive.times}
-    session.set_reference(naive.outputs)
+    session.set_reference_from(program.plan(None))
     t0 = time.time()
     tuning = tune(program, args, device, store_path, tune_seconds, retune, naive.median)
     tuning["wall_seconds"] = time.time() - t0

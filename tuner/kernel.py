@@ -400,8 +400,9 @@ class TunableKernel:
     def set_reference_kernel(self, source: Union[str, os.PathLike], kernel_name: str, global_size: Any,
                              local_size: Any = None, defines: Optional[Mapping[str, int]] = None,
                              build_options: Sequence[str] = (), tolerance: float = 1e-4) -> None:
-        """A reference kernel (CLTune's SetReference), run once on the same arguments: every
-        Output/InOut argument it leaves must be reproduced by each variant."""
+        """A reference kernel (CLTune's SetReference), run on the same arguments: every
+        Output/InOut argument it leaves must be reproduced by each variant, and the Output
+        elements it leaves unwritten must be left unwritten (runtime/verify.py)."""
         self._check_tolerance(tolerance)
         text, name = _read_source(source)
         sigs = kernel_signatures(text)

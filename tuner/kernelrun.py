@@ -1,11 +1,11 @@
 """Running a hand-written kernel's variants in the measurement worker (see target.py).
 
-Arguments are uploaded once. Before every verified launch each output is *poisoned* with a
-value that occurs nowhere in its reference (NaN, an infinity, or an integer the reference lacks;
-two launches with two different values when no such value exists), so an element a variant
-forgets to write can never pass; in-out arguments get their initial data back instead. Floats
-match within `tolerance` of the reference's scale, integers exactly. Timing: profiling events of
-the kernel alone, after a checked warm-up launch, median of the repeats (as session.py).
+Arguments are uploaded once. Verification is runtime/verify.py's, as for `.icl` variants: each
+Output is poisoned before a verified launch with a value its reference never holds (two launches
+with two values when there is none), so an element a variant forgets to write can never pass;
+InOut arguments get their initial data back instead; the comparison runs on the device. A
+reference kernel runs twice to find the elements it leaves unwritten: a variant must leave those
+unwritten too. Timing: runtime/timing.py's loop, as session.py's.
 """
 from __future__ import annotations
 
@@ -14,43 +14,14 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ConfigError, ExecutionError
-from ..runtime.session import Timing, output_mismatch, reference_scale
+from ..runtime.timing import Timing, check_work_group_limit, event_seconds, time_launches
+from ..runtime.verify import Verifier, capture_reference, poison_values
 
 
 def build_input(source: str, build_options: Sequence[str], defines: Sequence[str],
                 config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
     """The source and build options of a configuration: its parameters as -D NAME=value."""
     return source, tuple(build_options) + tuple(f"-D{n}={int(config[n])}" for n in defines)
-
-
-def poison_values(reference: np.ndarray) -> list[Any]:
-    """Fill values an unwritten element cannot pass with: one absent from `reference`, or two
-    different ones (an element cannot equal both)."""
-    flat = reference.ravel()
-    dtype = reference.dtype
-    if dtype.kind == "f":
-        for v in (np.nan, np.inf, -np.inf):
-            if not (np.isnan(flat).any() if np.isnan(v) else (flat == v).any()):
-                return [dtype.type(v)]
-        return [dtype.type(np.nan), dtype.type(0)]
-    if dtype.kind == "b":
-        return [np.bool_(False), np.bool_(True)]
-    info = np.iinfo(dtype)
-    present = np.unique(flat)
-    for v in (info.max, info.min, info.max - 1, info.min + 1, 0x55, -0x56):
-        if info.min <= v <= info.max and not np.isin(v, present, assume_unique=True):
-            return [dtype.type(v)]
-    if dtype.itemsize <= 2:
-        absent = np.setdiff1d(np.arange(info.min, info.max + 1, dtype=np.int64), present.astype(np.int64))
-        if len(absent):
-            return [dtype.type(absent[0])]
-    else:
-        rng = np.random.default_rng(0)
-        draws = rng.integers(info.min, info.max, size=1024, dtype=dtype, endpoint=True)
-        absent = draws[~np.isin(draws, present)]
-        if len(absent):
-            return [dtype.type(absent[0])]
-    return [dtype.type(info.min), dtype.type(info.max)]
 
 
 class KernelRunner:
@@ -79,26 +50,30 @@ class KernelRunner:
                     self.pristine[i] = cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=data)
         self.outputs = [i for i, a in enumerate(self.args) if a["kind"] == "array" and a["role"] == "out"]
         self.inouts = [i for i, a in enumerate(self.args) if a["kind"] == "array" and a["role"] == "inout"]
-        self.reference = self._reference(setup.get("reference"))
-        self.scales = {i: reference_scale(r) for i, r in self.reference.items()}
-        # the poison values of each output; a second pass only where one value cannot do
-        self.poisons = {i: poison_values(r) for i, r in self.reference.items()}
+        self.verifier = Verifier(device, self.tolerance)
+        for i, (ref, unwritten) in self._reference(setup.get("reference")).items():
+            self.verifier.add(i, f"argument {i}", self.buffers[i], ref, unwritten, poisoned=i in self.outputs)
 
     # ---- the reference -------------------------------------------------------------------------
-    def _reference(self, reference: Optional[dict]) -> dict[int, np.ndarray]:
+    def _reference(self, reference: Optional[dict]) -> dict[int, tuple[np.ndarray, Optional[np.ndarray]]]:
+        """Each checked argument's reference, and where it is unwritten (None: nowhere)."""
         if not reference:
             return {}
         if "outputs" in reference:
-            return {int(i): np.asarray(r) for i, r in reference["outputs"].items()}
+            return {int(i): (np.asarray(r), None) for i, r in reference["outputs"].items()}
         from ..runtime import launcher
 
         spec = reference["kernel"]
         built = launcher.build(self.device, spec["source"], spec["options"])
         kernel = self._kernel(built, spec["kernel_name"])
-        self._restore(self.buffers)  # the reference sees every argument's initial data
-        self._launch(kernel, tuple(spec["global"]), None if spec["local"] is None else tuple(spec["local"])).wait()
-        written = [i for i, a in enumerate(self.args) if a["kind"] == "array" and a["role"] != "in"]
-        return {i: self._download(i) for i in written}
+        local = None if spec["local"] is None else tuple(spec["local"])
+
+        def run() -> None:
+            self._restore(self.inouts)  # the reference sees every input's initial data
+            self._launch(kernel, tuple(spec["global"]), local).wait()
+
+        written = {i: (self.buffers[i], self.args[i]["data"]) for i in self.outputs + self.inouts}
+        return capture_reference(self.queue, written, set(self.outputs), run)
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _kernel(self, built, name: str):
@@ -153,47 +128,30 @@ class KernelRunner:
         global_size, local_size = self.rules.sizes(config)
         built = launcher.build(self.device, source, options)
         kernel = self._kernel(built, self.kernel_name)
-        if local_size is not None:
-            limit = int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device))
-            if int(np.prod(local_size)) > limit:
-                raise ExecutionError(f"work-group size {local_size} exceeds this kernel's limit of {limit} "
-                                     "work-items on this device (registers or local memory)")
+        check_work_group_limit(kernel, self.device, local_size)
         timing = Timing([])
+
+        def enqueue():
+            return self._launch(kernel, global_size, local_size)
+
         try:
-            passes = max((len(self.poisons[i]) for i in self.outputs if i in self.poisons), default=1) if verify else 1
-            for k in range(passes):
-                for i in self.outputs:
-                    values = self.poisons.get(i) if verify else None
-                    if values:
-                        cl.enqueue_fill_buffer(self.queue, self.buffers[i], values[min(k, len(values) - 1)], 0,
-                                               self.args[i]["data"].nbytes)
-                    else:
-                        self._restore([i])
-                self._restore(self.inouts)
-                first = self._launch(kernel, global_size, local_size)
+            if verify:
+                poisoned = self.verifier.poisoned
+                first, timing.problem = self.verifier.checked_launch(
+                    lambda: self._restore([i for i in self.outputs + self.inouts if i not in poisoned]), enqueue)
+                if timing.problem:
+                    return timing
+            else:
+                self._restore(self.outputs + self.inouts)
+                first = enqueue()
                 first.wait()
-                if verify:
-                    for i, ref in self.reference.items():
-                        problem = output_mismatch(self._download(i), ref, self.tolerance, self.scales[i])
-                        if problem:
-                            timing.problem = f"argument {i} {problem}"
-                            return timing
-            first_seconds = (first.profile.end - first.profile.start) * 1e-9
-            if read_outputs and not verify:
-                timing.outputs = {str(i): self._download(i) for i in self.outputs + self.inouts}
-            for _ in range(max(0, warmup - 1)):
-                self._restore(self.inouts)
-                self._launch(kernel, global_size, local_size)
-            if max_seconds is not None and first_seconds > max_seconds:
-                self.queue.finish()
-                timing.times = [first_seconds]  # a slow variant: its checked launch is its one measurement
-                return timing
-            events = []
-            for _ in range(repeats):
-                self._restore(self.inouts)
-                events.append(self._launch(kernel, global_size, local_size))
-            self.queue.finish()
-            timing.times = [(e.profile.end - e.profile.start) * 1e-9 for e in events] or [first_seconds]
+                if read_outputs:
+                    timing.outputs = {str(i): self._download(i) for i in self.outputs + self.inouts}
+            timing.times = time_launches(self.queue, enqueue, lambda: self._restore(self.inouts),
+                                         event_seconds(first), repeats, warmup, max_seconds)
         except cl.Error as exc:
             raise ExecutionError(f"launch failed (global {global_size}, local {local_size}): {exc}") from None
         return timing
+
+
+__all__ = ["KernelRunner", "build_input", "poison_values"]

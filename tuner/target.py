@@ -80,8 +80,7 @@ class ProgramRunner:
         self.program = imagecl.compile(setup["source"], setup["filename"])
         self.device = device
         self.session = Session(self.program, setup["arguments"], device)
-        reference = self.session.time(self.program.plan(None), repeats=0, warmup=1).outputs
-        self.session.set_reference(reference)
+        self.session.set_reference_from(self.program.plan(None))
         self._plans: dict = {}
 
     def _plan(self, config: Mapping[str, int]):

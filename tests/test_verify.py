@@ -1,0 +1,152 @@
+"""Verification of variants against their reference (imagecl/runtime/verify.py), on PoCL.
+
+A pixel counts as "don't care" only when both the reference and the variant leave it unwritten;
+a variant that forgets a pixel must be caught even where the reference value equals what the
+output held before (0 for integers, NaN for floats), and one that writes where the reference
+does not is wrong too. Expected values come from NumPy, never from the code under test.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import imagecl
+from imagecl.runtime.devices import context_and_queue, select_device
+from imagecl.runtime.verify import Verifier, poison_values
+from imagecl.tuner.kernel import Output, TunableKernel
+from imagecl.tuner.target import ProgramTarget, make_runner
+
+# Rows with idy % 3 == 1 are written by no correct variant (a conditional write). BUG = 1 forgets
+# the float output in every 4th column, where the reference is NaN (sqrt(-1)); BUG = 2 forgets the
+# integer output there, where the reference is 0; BUG = 3 writes the rows the reference skips.
+CONDITIONAL = """
+#pragma imcl grid(a)
+#pragma imcl tunable(BUG: 0, 1, 2, 3)
+void f(Image<float> a, Image<float> fo, Image<int> io) {
+    if (idy % 3 != 1 || BUG == 3) {
+        if (BUG != 1 || idx % 4 != 3)
+            fo[idx][idy] = sqrt(a[idx][idy]);
+        if (BUG != 2 || idx % 4 != 3)
+            io[idx][idy] = max((int)a[idx][idy], 0) * 2;
+    }
+}
+"""
+H, W = 12, 16
+
+
+@pytest.fixture(scope="module")
+def runner():
+    """The tuner's worker-side runner of CONDITIONAL, its reference being the naive variant."""
+    a = np.arange(H * W, dtype=np.float32).reshape(H, W)
+    a[:, 3::4] = -1.0
+    args = {"a": a, "fo": np.zeros_like(a), "io": np.zeros(a.shape, np.int32)}
+    device = select_device("cpu")
+    target = ProgramTarget(imagecl.compile(CONDITIONAL, "<conditional>"), args, device)
+    return make_runner(target.worker_setup(), device), a
+
+
+def test_the_reference_knows_which_pixels_the_naive_variant_leaves_unwritten(runner):
+    runner, a = runner
+    skipped = (np.arange(H) % 3 == 1)[:, None] & np.ones(W, bool)
+    with np.errstate(invalid="ignore"):
+        fo = np.sqrt(a)
+    io = np.maximum(a.astype(np.int32), 0) * 2
+    for name, expected in (("fo", fo), ("io", io)):
+        ref = runner.session.verifier.outputs[name]
+        assert np.array_equal(ref.unwritten, skipped)
+        np.testing.assert_array_equal(ref.host[~skipped], expected[~skipped])
+    assert np.isnan(fo[:, 3]).all() and (io[:, 3] == 0).all()  # what the broken variants leave out
+
+
+def test_a_conditionally_writing_variant_verifies(runner):
+    runner, _ = runner
+    timing = runner.time({"BUG": 0, "px_x": 2}, repeats=1, verify=True, read_outputs=False)
+    assert timing.problem is None and len(timing.times) == 1 and timing.times[0] > 0
+
+
+@pytest.mark.parametrize("bug, output", [(1, "fo"), (2, "io")])
+def test_an_unwritten_pixel_is_wrong_even_where_it_looks_right(runner, bug, output):
+    runner, _ = runner
+    timing = runner.time({"BUG": bug}, repeats=1, verify=True, read_outputs=False)
+    assert timing.problem is not None
+    assert timing.problem.startswith(f"output '{output}' differs at (0, 3)") and "left unwritten" in timing.problem
+    assert "(32 of 192 values)" in timing.problem  # 8 written rows x 4 columns
+
+
+def test_writing_where_the_reference_does_not_is_wrong(runner):
+    runner, _ = runner
+    problem = runner.time({"BUG": 3}, repeats=1, verify=True, read_outputs=False).problem
+    assert problem is not None and "differs at (1, 0)" in problem and "where the reference writes nothing" in problem
+
+
+def test_the_device_comparison_counts_like_numpy():
+    import pyopencl as cl
+
+    device = select_device("cpu")
+    context, queue = context_and_queue(device)
+
+    def count(out, ref, unwritten=None, poisoned=True):
+        buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=out)
+        verifier = Verifier(device, rtol=1e-3)
+        verifier.add("o", "output 'o'", buffer, ref, unwritten, poisoned=poisoned)
+        return verifier.mismatches(0)["o"], verifier
+
+    ref = np.array([1.0, np.nan, np.inf, 100.0, 0.0, 7.0], np.float32)
+    # within tolerance of the scale (100): 0.05; NaN only matches NaN; inf only matches inf
+    out = np.array([1.05, np.nan, 5.0, 100.0, np.nan, 7.0], np.float32)
+    assert count(out, ref)[0] == 2
+    # the last element is unwritten by the reference: the variant must hold the poison there
+    unwritten = np.array([0, 0, 0, 0, 0, 1], bool)
+    n, verifier = count(out, ref, unwritten)
+    (poison,) = verifier.outputs["o"].poisons
+    assert n == 3 and np.isneginf(poison)  # NaN and inf occur where the reference writes
+    out[-1] = poison
+    assert count(out, ref, unwritten)[0] == 2
+    ints = np.array([0, 3, -2], np.int16)
+    assert count(np.array([0, 3, -1], np.int16), ints)[0] == 1
+    assert count(ints.copy(), ints, poisoned=False)[0] == 0
+
+
+def test_poison_values_ignore_what_the_reference_leaves_unwritten():
+    ref = np.array([0, 1, 255, 7], np.uint8)
+    (v,) = poison_values(ref, np.array([0, 0, 1, 0], bool))
+    assert v == 255  # 255 is only the fill of an unwritten element, not a written value
+    every = np.arange(256, dtype=np.uint8)
+    assert len(poison_values(every)) == 2  # no value is free: two launches with two values
+    assert poison_values(every, every == 200) == [200]  # 200 is written nowhere
+
+
+# A reference kernel that writes only the even elements; MODE 1 forgets element 6, MODE 2 also
+# writes the odd ones.
+EVENS = """
+__kernel void evens(__global const int* x, __global int* y) {
+    const int i = get_global_id(0);
+    if ((i % 2 == 0 && !(MODE == 1 && i == 6)) || MODE == 2)
+        y[i] = x[i] + 1;
+}"""
+
+
+def test_a_hand_written_kernel_is_checked_on_the_device_against_a_conditional_reference(monkeypatch):
+    import pyopencl as cl
+
+    x = np.arange(16, dtype=np.int32) - 7  # x[6] + 1 == 0: the output's initial value
+    k = TunableKernel(EVENS, "evens", global_size=16)
+    k.add_parameter("MODE", [0, 1, 2])
+    k.set_arguments([x, Output(np.zeros(16, np.int32))])
+    k.set_reference_kernel(EVENS, "evens", global_size=16, defines={"MODE": 0})
+    device = select_device("cpu")
+    runner = make_runner(k.target(device).worker_setup(), device)
+    ref = runner.verifier.outputs[1]
+    assert np.array_equal(ref.unwritten, np.arange(16) % 2 == 1)
+    np.testing.assert_array_equal(ref.host[::2], x[::2] + 1)
+    downloads = []
+    real_copy = cl.enqueue_copy
+    monkeypatch.setattr(cl, "enqueue_copy", lambda queue, dest, src, **kw: (
+        downloads.append(dest) if isinstance(dest, np.ndarray) and dest.size > 1 else None,
+        real_copy(queue, dest, src, **kw))[1])
+    assert runner.time({"MODE": 0}, repeats=1, verify=True, read_outputs=False).problem is None
+    assert not downloads  # a right variant's output is compared on the device, not downloaded
+    forgets = runner.time({"MODE": 1}, repeats=1, verify=True, read_outputs=False).problem
+    assert forgets.startswith("argument 1 differs at (6,)") and "left unwritten" in forgets
+    writes_all = runner.time({"MODE": 2}, repeats=1, verify=True, read_outputs=False).problem
+    assert writes_all.startswith("argument 1 differs at (1,)") and "where the reference writes nothing" in writes_all
