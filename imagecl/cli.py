@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -92,7 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="hybrid (default: random sample + model-guided local search), ml, random, annealing, "
                            "pso or exhaustive")
     tune.add_argument("--seed", type=int, default=0)
-    tune.add_argument("--db", help="results database (default: DIR/measurements.db)")
+    tune.add_argument("--confirm", type=int, default=4, metavar="K",
+                      help="time the search's K fastest configurations again with 15 launches each and keep the "
+                           "fastest (default 4; 0: keep the search's pick)")
+    tune.add_argument("--db", help="results database (default: DIR/measurements.db); measurements of this program "
+                                   "on this device at other sizes in it train the model too")
     tune.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
     tune.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
 
@@ -107,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     tk.add_argument("--strategy", default="hybrid",
                     help="hybrid (default, the best tuner), ml, random, annealing, pso or exhaustive")
     tk.add_argument("--seed", type=int, default=0)
+    tk.add_argument("--confirm", type=int, default=4, metavar="K",
+                    help="time the search's K fastest configurations again with 15 launches each and keep the "
+                         "fastest (default 4; 0: keep the search's pick)")
     tk.add_argument("--db", help="results database (default: DIR/measurements.db)")
     tk.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
     tk.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
@@ -314,7 +322,7 @@ def _tune(args) -> int:
     from .export import export_tuned
     from .runtime.devices import select_device
     from .tuner.engine import MeasureOptions, Measurer
-    from .tuner.live import LiveProblem
+    from .tuner.live import LiveProblem, confirm_best, prior_from_store, size_context
     from .tuner.simulate import SimulationError, resolve_strategy
     from .tuner.store import Store
 
@@ -324,6 +332,8 @@ def _tune(args) -> int:
     shape = parse_size(args.size)
     if args.budget < 1:
         raise ArgumentError("--budget needs a positive number of configurations")
+    if args.confirm < 0:
+        raise ArgumentError("--confirm needs a number of configurations >= 0")
     try:
         name, strategy = resolve_strategy(args.strategy)
     except SimulationError as exc:
@@ -352,18 +362,29 @@ def _tune(args) -> int:
             live.seconds = time.time() - started
             progress(min(live.measured, args.budget), args.budget, live)
 
-        problem = LiveProblem(space, measurer, on_measure=on_measure)
-        result = strategy(problem, args.budget, np.random.default_rng(args.seed))
-    if result.best_config is None:
-        raise ImageCLError("no configuration could be measured successfully; see 'imagecl results --db "
-                           f"{db}' for the failures")
-    best = space.complete(result.best_config)
-    predicted = result.info.get("predicted_seconds")
-    paths = export_tuned(program, best, out, device, shape, measured=result.best_time, predicted=predicted)
-    tuned.record(program.info.unit.source, device, best, shape, result.best_time)
+        problem = LiveProblem(space, measurer, context=size_context(measurer.run.problem_size), on_measure=on_measure)
+        options = {}
+        if "prior" in inspect.signature(strategy).parameters:
+            options["prior"] = prior_from_store(store, measurer.run)
+            if options["prior"]:
+                sizes = sorted({"x".join(f"{v:g}" for v in o.context.values()) for o in options["prior"]})
+                print(f"using {len(options['prior'])} measurements of other sizes ({', '.join(sizes)}) from {db}",
+                      file=sys.stderr)
+        result = strategy(problem, args.budget, np.random.default_rng(args.seed), **options)
+        if result.best_config is None:
+            raise ImageCLError("no configuration could be measured successfully; see 'imagecl results --db "
+                               f"{db}' for the failures")
+        best_config, best_time, confirmed = confirm_best(measurer, result.history, top=args.confirm)
+    best = space.complete(best_config)
+    predicted = result.info.get("predicted_seconds") if best_config == result.best_config else None
+    paths = export_tuned(program, best, out, device, shape, measured=best_time, predicted=predicted)
+    tuned.record(program.info.unit.source, device, best, shape, best_time)
     naive_time = naive.best_time
-    print(f"best: {result.best_time * 1e3:.4f} ms after {result.evaluations} measurements"
-          + (f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / result.best_time:.2f}x)"
+    if confirmed["confirmed"]:
+        print(f"confirmed: the {confirmed['confirmed']} fastest timed again with 15 launches each "
+              f"(the search's best: {confirmed['search_best_seconds'] * 1e3:.4f} ms)", file=sys.stderr)
+    print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements"
+          + (f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / best_time:.2f}x)"
              if naive_time else ""))
     print(f"configuration: {json.dumps(best)}")
     print("wrote " + ", ".join(str(p) for p in paths))
@@ -391,8 +412,10 @@ def _tune_kernel(args) -> int:
                            + (f" (it is a {type(kernel).__name__})" if kernel is not None else ""))
     out = Path(args.output)
     db = Path(args.db) if args.db else out / "measurements.db"
+    if args.confirm < 0:
+        raise ArgumentError("--confirm needs a number of configurations >= 0")
     result = kernel.tune(device=args.device, strategy=args.strategy, budget=args.budget, store=db, seed=args.seed,
-                         timeout=args.timeout)
+                         timeout=args.timeout, confirm=args.confirm)
     paths = result.save(out)
     print(f"best: {result.best_time * 1e3:.4f} ms after {result.evaluations} measurements ({result.statuses})")
     print(f"configuration: {json.dumps(result.best_config)}; global {result.global_size}, local {result.local_size}")

@@ -43,6 +43,38 @@ def test_tune_writes_the_tuned_kernel(tuned):
     assert 1 <= len(listing) <= 15  # the budget, plus the default configuration as the baseline
 
 
+def test_tune_confirms_its_fastest_configurations(tuned):
+    """The search's 4 fastest configurations are timed again (15 launches each) and the fastest
+    of them is the result: its stored record holds the extra launches."""
+    out, result = tuned
+    assert "confirmed: the 4 fastest timed again with 15 launches each" in result.stderr
+    description = json.loads((out / "box_blur.json").read_text())
+    records = json.loads(_cli("results", "--db", str(out / "measurements.db"), "--json").stdout)
+    confirmed = [r for r in records if len(r["times"]) >= 15 + 3]
+    assert len(confirmed) == 4
+    winner = min(confirmed, key=lambda r: r["time"])
+    assert winner["config"] == description["configuration"]
+    assert description["measured_seconds"] == pytest.approx(winner["time"])
+    assert winner["time"] == pytest.approx(float(np.median(winner["times"])))
+
+
+def test_tune_learns_from_other_sizes_in_the_database(tuned, tmp_path):
+    """A second size tuned into the same database trains on the first size's measurements too
+    (problem size as a model input, section 5.4 of the paper); `--confirm 0` keeps the search's pick."""
+    out, _ = tuned
+    db = tmp_path / "both.db"
+    db.write_bytes((out / "measurements.db").read_bytes())
+    first = len(json.loads(_cli("results", "--db", str(db), "--json").stdout))
+    registry = {**os.environ, "IMAGECL_TUNED": str(tmp_path / "registry")}  # leave the shared one to `tuned`
+    result = _cli("tune", str(EXAMPLES / "box_blur.icl"), "--size", "40x24", "--budget", "6", "--db", str(db),
+                  "--confirm", "0", "-o", str(tmp_path / "second"), env=registry)
+    assert result.returncode == 0, result.stderr
+    assert f"using {first} measurements of other sizes (45x31)" in result.stderr
+    assert "confirmed:" not in result.stderr
+    bad = _cli("tune", str(EXAMPLES / "box_blur.icl"), "--size", "40x24", "--confirm", "-1", "-o", str(tmp_path / "x"))
+    assert bad.returncode == 1 and "--confirm" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_load_uses_the_tuned_configuration(tuned):
     out, _ = tuned
     prog = imagecl.load(EXAMPLES / "box_blur.icl")

@@ -205,13 +205,77 @@ def test_hybrid_local_phase_moves_one_parameter_from_the_best(truth):
         ok = []
         for i, (config, time) in enumerate(result.history):
             if i >= budget - result.info["local"]:
-                top = [c for _, c in sorted(ok, key=lambda x: x[0])[:3]]
-                assert any(sum(config[n] != c[n] for n in config) == 1 for c in top), (i, config, top)
+                # a move from one of the best: one parameter, plus the fewest others the
+                # work-group limit needs (after a stall, from a best one farther away)
+                row = np.array([config[n] for n in p.names])
+                tops = [np.array([c[n] for n in p.names]) for _, c in sorted(ok, key=lambda x: x[0])[:64]]
+                assert any((strategies._repaired_neighbours(p, top) == row).all(1).any() for top in tops), (i, config)
             if time is not None:
                 ok.append((time, config))
         hybrid_slow.append(result.best_time / optimum)
         random_slow.append(STRATEGIES["random"](Synthetic(), budget, np.random.default_rng(seed)).best_time / optimum)
     assert np.mean(hybrid_slow) < np.mean(random_slow), (hybrid_slow, random_slow)
+
+
+def _flag_problem():
+    """`vec = 1` is valid only with `inner = 1` and `wide >= 2`: 1 in 8 of the configurations."""
+    params = [Parameter("vec", [0, 1]), Parameter("inner", [0, 1]), Parameter("wide", [1, 2, 4, 8]),
+              Parameter("size", [1, 2, 4, 8, 16, 32])]
+    valid = lambda c: (c["vec"] == 0) | ((c["inner"] == 1) & (c["wide"] >= 2))  # noqa: E731
+    return problem_mod.FunctionProblem(params, lambda c: 1.0, valid)
+
+
+def test_repaired_neighbours_reach_values_valid_only_with_others():
+    """Setting `vec = 1` from a configuration with inner = 0 and wide = 1 is invalid alone; the
+    move also changes the fewest other parameters (two) that make it valid, and nothing else."""
+    p = _flag_problem()
+    row = np.array([0, 0, 1, 4])
+    pool = strategies._repaired_neighbours(p, row)
+    assert len(pool) and p._mask_rows(pool).all()
+    assert len(np.unique(p.index(pool))) == len(pool) and not (pool == row).all(1).any()
+    vec = pool[pool[:, 0] == 1]
+    assert len(vec) == 3  # inner -> 1 and wide -> each of 2, 4, 8; size untouched
+    assert (vec[:, 1] == 1).all() and set(vec[:, 2]) == {2, 4, 8} and (vec[:, 3] == 4).all()
+    plain = pool[pool[:, 0] == 0]  # the valid one-parameter moves stay single moves
+    assert ((plain != row).sum(1) == 1).all() and len(plain) == 1 + 3 + 5
+
+
+def test_spread_sample_gives_rare_valid_values_their_share():
+    p = _flag_problem()
+    for seed in range(3):
+        spread = strategies._spread_sample(p, 16, np.random.default_rng(seed))
+        assert len(spread) == 16 and p._mask_rows(spread).all() and len(np.unique(p.index(spread))) == 16
+        uniform = p.sample_matrix(16, np.random.default_rng(seed))
+        # vec = 1 is 1 in 8 valid configurations: a uniform draw of 16 holds about 2
+        assert (spread[:, 0] == 1).sum() >= 6 > (uniform[:, 0] == 1).sum()
+        assert set(spread[:, 3]) == {1, 2, 4, 8, 16, 32}  # every size at least once
+
+
+def _walk(patience: int, budget: int = 20):
+    """The local phase from two measured configurations: the scalar best S and a vectorised V."""
+    p = _flag_problem()
+    p._measure = lambda c: 0.5 if c["vec"] and c["size"] == 32 else 1.5 if c["vec"] else 1.0 + 0.01 * c["size"]
+    session = strategies.Session(p, budget)
+    for row in ([0, 0, 1, 1], [1, 1, 2, 16]):
+        session.measure(np.array(row))
+    ranker = strategies._Ranker(p, "bnn", {"epochs": 50}, 0, [], 250_000, np.random.default_rng(0))
+    strategies._local_phase(p, session, ranker, ranker.fit(session), None, patience=patience)
+    return p, [np.array([c[n] for n in p.names]) for c, _ in session.history[2:]]
+
+
+def test_local_search_leaves_a_stalled_centre_for_another_family():
+    """After `patience` measurements around the best (S) that do not beat it, the walk moves to
+    the best configuration more than two parameters away from S; without that it spends its
+    budget on S's neighbourhood (12 configurations, none faster)."""
+    p, steps = _walk(patience=4)
+    s = np.array([0, 0, 1, 1])
+    around_s = strategies._repaired_neighbours(p, s)
+    assert all((around_s == row).all(1).any() for row in steps[:4])
+    far = [row for row in steps[:4] if (row != s).sum() > 2]  # measured by then, away from S
+    assert any((strategies._repaired_neighbours(p, f) == steps[4]).all(1).any()
+               for f in [np.array([1, 1, 2, 16])] + far), steps[4]
+    _, stuck = _walk(patience=1000)
+    assert all((around_s == row).all(1).any() for row in stuck[:len(around_s)])
 
 
 def test_ml_fixed_second_stage_and_threshold_options():
@@ -471,3 +535,23 @@ def test_kernel_tuner_strategies_replay_our_cache_files(tmp_path):
         assert min(abs(run.best_time - t) for t in recorded) < 1e-12  # one of the recorded times
     everything = kt_replay.replay(path, "random_sample", 300, seed=1)
     assert everything.best_time == pytest.approx(replay.optimum())
+
+
+def test_prior_from_store_takes_other_sizes_of_the_same_program_and_device(tmp_path):
+    live = importlib.import_module("imagecl.tuner.live")
+    store_mod = importlib.import_module("imagecl.tuner.store")
+    here = store_mod.RunKey("p1", "blur", "gpu", "1.0", "64x32")
+    other = store_mod.RunKey("p1", "blur", "gpu", "1.0", "128x64")
+    unrelated = [store_mod.RunKey("p2", "sobel", "gpu", "1.0", "128x64"),  # another program
+                 store_mod.RunKey("p1", "blur", "cpu", "1.0", "128x64"),   # another device
+                 store_mod.RunKey("p1", "blur", "gpu", "2.0", "128x64")]   # another driver
+    with store_mod.Store(tmp_path / "m.db") as store:
+        store.add(here, store_mod.Record({"wg_x": 8}, "ok", 1e-3, [1e-3]))
+        store.add(other, store_mod.Record({"wg_x": 8}, "ok", 4e-3, [4e-3]))
+        store.add(other, store_mod.Record({"wg_x": 16}, "build_error", None, error="x"))
+        for run in unrelated:
+            store.add(run, store_mod.Record({"wg_x": 32}, "ok", 9e-3, [9e-3]))
+        prior = live.prior_from_store(store, here)
+    assert sorted((o.config["wg_x"], o.time) for o in prior) == [(8, 4e-3), (16, None)]
+    assert all(o.context == {"size_0": 128.0, "size_1": 64.0} for o in prior)
+    assert live.size_context("64x32") == {"size_0": 64.0, "size_1": 32.0}

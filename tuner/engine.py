@@ -229,7 +229,8 @@ class Measurer:
         """Time stored, successful configurations again with `repeats` more launches each and store
         the median of all their launches: for the few contenders whose order decides the result,
         where the handful of launches of the search cannot tell apart differences of a few percent
-        on a noisy device. Returns the updated records by canonical key (failures keep their record)."""
+        on a noisy device. Configurations whose record already holds `repeats` launches are not timed
+        again. Returns the records of the configurations given, by canonical key (failures left out)."""
         if repeats < 1:
             raise ValueError(f"repeats must be >= 1, got {repeats}")
         stored = self.stored()
@@ -241,6 +242,9 @@ class Measurer:
             old = stored.get(key)
             if old is None or old.time is None:
                 continue  # nothing to refine: never measured here, or failed
+            if len(old.times) >= repeats:
+                updated[key] = old  # timed at length already (an earlier run's confirmation): not again
+                continue
             groups.setdefault(canonical_config(self.space.source_key(full)), []).append(full)
         for group in groups.values():
             for result in self.worker.measure_group(group, self.options.timeout, repeats=repeats):

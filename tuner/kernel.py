@@ -465,13 +465,14 @@ class TunableKernel:
     def tune(self, device: Any = None, strategy: Union[str, Callable] = "hybrid", budget: Optional[int] = None,
              store: Union[str, os.PathLike, None] = None, seed: int = 0, timeout: float = 60.0, repeats: int = 3,
              verify: bool = True, strategy_options: Optional[Mapping[str, Any]] = None,
-             progress: Optional[Callable[[dict, Optional[float]], None]] = None) -> KernelTuneResult:
+             progress: Optional[Callable[[dict, Optional[float]], None]] = None, confirm: int = 4) -> KernelTuneResult:
         """Search the space with `strategy` (hybrid, the default; ml, random, annealing, pso,
         exhaustive) measuring at most `budget` configurations (default: every valid one for exhaustive, else min(100, all)).
         Measurements go to the SQLite `store` (a temporary one if None): a rerun with the same
-        store measures nothing twice."""
+        store measures nothing twice. `confirm`: the search's fastest configurations timed again
+        with 15 launches each, the fastest of them kept (0: the search's pick)."""
         from .engine import MeasureOptions, Measurer
-        from .live import LiveProblem
+        from .live import LiveProblem, confirm_best
         from .simulate import SimulationError, check_options, resolve_strategy
         from .store import Store
 
@@ -510,7 +511,10 @@ class TunableKernel:
                     problem = LiveProblem(space, measurer, on_measure=progress)
                     outcome = fn(problem, int(budget), np.random.default_rng(seed), **dict(strategy_options or {}))
                     history, best_config, best_time = outcome.history, outcome.best_config, outcome.best_time
-                    evaluations, info = outcome.evaluations, outcome.info
+                    evaluations, info = outcome.evaluations, dict(outcome.info)
+                    if best_config is not None and confirm > 0:
+                        best_config, best_time, confirmed = confirm_best(measurer, history, top=confirm)
+                        info.update(confirmed)
                 records = list(results.records(target.run))
         finally:
             if temp is not None:

@@ -1,14 +1,15 @@
 """A tuning problem measured live on a device: the bridge from the strategies to the engine."""
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ..errors import ConfigError
 from .engine import Measurer
 from .problem import Parameter, Problem
-from .store import canonical_config
+from .store import RunKey, Store, canonical_config
+from .strategies import Observation
 
 
 class LiveProblem(Problem):
@@ -41,3 +42,60 @@ class LiveProblem(Problem):
         if self.on_measure is not None:
             self.on_measure(full, time)
         return time
+
+
+def confirm_best(measurer: Measurer, history: Sequence[tuple[Mapping[str, int], Optional[float]]],
+                 top: int = 4, repeats: int = 15) -> tuple[Optional[dict], Optional[float], dict]:
+    """The fastest of a search's `top` fastest configurations once each is timed again with
+    `repeats` more launches: the search times each configuration with a few launches, and on a
+    noisy device (a CPU) its winner is often one whose first launches were lucky by more than
+    the few percent that separate it from the runners-up. Returns (config, seconds, info).
+    """
+    ok = sorted(((t, dict(c)) for c, t in history if t is not None), key=lambda x: x[0])
+    if not ok:
+        return None, None, {"confirmed": 0}
+    seen: set[str] = set()
+    contenders = []
+    for _, config in ok:
+        key = canonical_config(measurer.space.complete(config))
+        if key not in seen:
+            seen.add(key)
+            contenders.append(config)
+        if len(contenders) >= top:
+            break
+    info = {"confirmed": 0, "search_best_seconds": ok[0][0]}
+    if top <= 0 or repeats <= 0:
+        return ok[0][1], ok[0][0], info
+    updated = measurer.retime(contenders, repeats)
+    timed = [(updated[k].time, updated[k].config) for k in updated]
+    info["confirmed"] = len(timed)
+    if not timed:
+        return ok[0][1], ok[0][0], info
+    seconds, config = min(timed, key=lambda x: x[0])
+    return {k: int(v) for k, v in config.items()}, seconds, info
+
+
+def size_context(problem_size: str) -> dict[str, float]:
+    """Model inputs for a stored problem size ("4096x2048" -> size_0 = 4096, size_1 = 2048)."""
+    try:
+        return {f"size_{i}": float(s) for i, s in enumerate(problem_size.split("x"))}
+    except ValueError:
+        return {}
+
+
+def prior_from_store(store: Store, run: RunKey) -> list[Observation]:
+    """Measurements of the same program on the same device and driver at other problem sizes,
+    as training data for the model, with the size as an extra input (section 5.4 of Falch &
+    Elster): a model fit on them and on this size's first measurements predicts this size
+    better than one fit on this size alone. Measurements of this size are not included: the
+    run itself reuses them (LiveProblem), without a second measurement."""
+    prior: list[Observation] = []
+    for other in store.runs():
+        if (other.program_hash, other.device, other.driver) != (run.program_hash, run.device, run.driver) \
+                or other.problem_size == run.problem_size:
+            continue
+        context = size_context(other.problem_size)
+        if not context or len(context) != len(size_context(run.problem_size)):
+            continue
+        prior.extend(Observation(r.config, r.time, context) for r in store.records(other))
+    return prior

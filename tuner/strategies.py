@@ -124,6 +124,37 @@ def _unmeasured_sample(problem: Problem, session: Session, rng: np.random.Genera
     return np.zeros((0, len(problem.parameters)), np.int64)
 
 
+def _spread_sample(problem: Problem, n: int, rng: np.random.Generator, pool_factor: int = 32) -> np.ndarray:
+    """`n` valid configurations that cover every parameter's values about evenly.
+
+    A uniform sample of the valid configurations reflects the constraints: where `vector_x = 1`
+    is valid for only 16% of them, 30 random draws hold about 5 vectorised variants, too few for
+    a model to learn what vectorising is worth. Here each draw is the candidate (among
+    `pool_factor` random valid ones) whose values are the least represented so far, so rare
+    but valid values get their share while every pick stays a valid configuration.
+    """
+    pool = problem.sample_matrix(max(n * pool_factor, 256), rng)
+    if len(pool) <= n:
+        return pool
+    counts = [dict.fromkeys(p.values, 0) for p in problem.parameters]
+    free = [i for i, p in enumerate(problem.parameters) if len(p.values) > 1]
+    available = np.ones(len(pool), dtype=bool)
+    chosen = []
+    for _ in range(n):
+        score = np.zeros(len(pool))
+        for i in free:  # rarity of each value of the candidate so far, normalised per parameter
+            per_value = np.array([counts[i][v] for v in problem.parameters[i].values], dtype=float)
+            lookup = dict(zip(problem.parameters[i].values, 1.0 / (1.0 + per_value)))
+            score += np.vectorize(lookup.get)(pool[:, i])
+        score = np.where(available, score + 1e-6 * rng.random(len(pool)), -np.inf)
+        pick = int(np.argmax(score))
+        available[pick] = False
+        chosen.append(pool[pick])
+        for i in free:
+            counts[i][int(pool[pick, i])] += 1
+    return np.array(chosen)
+
+
 # ---- CLTune's strategies ------------------------------------------------------------------------
 
 
@@ -300,6 +331,53 @@ def _neighbour_pool(problem: Problem, rows: np.ndarray) -> np.ndarray:
     return pool[problem._mask_rows(pool)]
 
 
+def _moves(problem: Problem, rows: np.ndarray, keep: Optional[int] = None) -> np.ndarray:
+    """Every row of `rows` with one parameter (other than column `keep`) set to another value."""
+    out = []
+    for i, p in enumerate(problem.parameters):
+        if i == keep:
+            continue
+        for v in p.values:
+            moved = rows[rows[:, i] != v].copy()
+            moved[:, i] = v
+            out.append(moved)
+    return np.concatenate(out) if out else rows[:0]
+
+
+def _repaired_neighbours(problem: Problem, row: np.ndarray, max_repairs: int = 3) -> np.ndarray:
+    """The valid configurations one move away from `row`, where a move sets one parameter to
+    another value and, if that breaks a constraint, also changes the fewest other parameters
+    that make it valid again (up to `max_repairs`).
+
+    Plain one-parameter moves cannot reach a value that is only valid together with others:
+    `vector_x = 1` needs the interior fast path, the blocked layout and px_x > 1, so from most
+    configurations it is never a neighbour, and a local search stays among the 2.5x slower
+    scalar variants (convolution on the H200). Repairing the move keeps such options one step
+    away, and the smallest repairs keep the step local.
+    """
+    row = np.asarray(row, dtype=np.int64)
+    found = []
+    for i, p in enumerate(problem.parameters):
+        for v in p.values:
+            if v == row[i]:
+                continue
+            frontier = row[None, :].copy()
+            frontier[0, i] = v
+            for depth in range(max_repairs + 1):
+                valid = problem._mask_rows(frontier)
+                if valid.any():
+                    found.append(frontier[valid])
+                    break
+                if depth == max_repairs:
+                    break
+                frontier = _distinct(problem, _moves(problem, frontier, keep=i))
+                if len(frontier) > 200_000:  # a deep repair in a very wide space: not a local step any more
+                    break
+    if not found:
+        return row[None, :0].reshape(0, len(row))
+    return _distinct(problem, np.concatenate(found))
+
+
 def _distinct(problem: Problem, rows: np.ndarray) -> np.ndarray:
     _, first = np.unique(problem.index(rows), return_index=True)
     return rows[np.sort(first)]
@@ -412,7 +490,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
        retrain: bool = True, model: str = "bnn", model_options: Optional[Mapping[str, Any]] = None,
        prior: Sequence[Observation] = (), prediction_sample: int = 250_000, prior_weight: float = 10.0,
        avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10,
-       local_share: float = 0.0, local_radius: int = 1) -> Result:
+       local_share: float = 0.0, local_radius: int = 1, local_kappa: float = 0.0, spread: bool = False) -> Result:
     """Falch & Elster's two-stage ML search (see the module docstring for what is changed).
 
     Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
@@ -447,7 +525,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     info: dict[str, Any] = {"strategy": "ml", "model": model, "threshold": threshold, "retrains": 0}
     try:
         stage1 = max(1, min(budget, round(sample_fraction * budget)))
-        for row in problem.sample_matrix(stage1, rng):
+        first = _spread_sample(problem, stage1, rng) if spread else problem.sample_matrix(stage1, rng)
+        for row in first:
             session.measure(row)
         while sum(t is not None for t in session.times.values()) < 4 and session.remaining > 0:
             extra = _unmeasured_sample(problem, session, rng)  # too few successes to learn from
@@ -505,8 +584,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
             elif failures is not None:  # learn from the failure before choosing the next one
                 skip[i:] = _skip_mask(failures, session, rows[i:])
         info["stage2"] = count
-        info["local"] = _local_phase(problem, session, ranker, fitted, failures,
-                                     radius=local_radius) if local_share > 0 else 0
+        info["local"] = _local_phase(problem, session, ranker, fitted, failures, radius=local_radius,
+                                     kappa=local_kappa) if local_share > 0 else 0
         if session.best_key is not None:  # what the final model expected of the winner
             best_row = np.array([session.best_key], dtype=np.int64)
             info["predicted_seconds"] = float(np.exp(fitted.predict(ranker._features(best_row))[0][0]))
@@ -516,23 +595,35 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
 
 
 def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: Model,
-                 failures: Optional[_FailureModel], width: int = 3, radius: int = 1) -> int:
+                 failures: Optional[_FailureModel], width: int = 3, radius: int = 1, kappa: float = 0.0,
+                 patience: Optional[int] = None) -> int:
     """Spend the rest of the budget on the model's pick among the neighbours of the best ones.
 
-    Steepest descent ranked by the model: candidates are the unmeasured one-parameter neighbours
-    of the best measured configuration (of the next best ones when those are used up), and the
-    one predicted fastest is measured. The model is refit on the way, so the walk learns the
-    neighbourhood it is in.
+    Steepest descent ranked by the model: candidates are the unmeasured neighbours (one move,
+    repaired where a constraint needs it: `_repaired_neighbours`) of the best measured
+    configuration, and the one predicted fastest is measured. The model is refit on the way,
+    so the walk learns the neighbourhood it is in. After `patience` measurements (default: a
+    eighth of the budget, at least 10) without a better configuration, the walk's centre is
+    given up: it restarts from the best measured configuration more than two parameters away
+    from every centre given up, so a search stuck in the basin of a 2x slower variant family
+    (scalar instead of vectorised loads, say) tries the other families it sampled.
     """
-    count, since_fit = 0, 0
+    patience = max(10, session.budget // 8) if patience is None else patience
+    count, since_fit, stale = 0, 0, 0
+    abandoned: list[np.ndarray] = []
     while session.remaining > 0:
-        best = _best_rows(session, width)
+        best = _best_rows(session, 64)
+        if abandoned:
+            far = np.array([min(int((row != a).sum()) for a in abandoned) > 2 for row in best], dtype=bool)
+            best = best[far] if far.any() else best
+        best = best[:width]
         if len(best) == 0:
             break
+        centre = best[0]
         pool = np.zeros((0, len(problem.parameters)), np.int64)
         for row in best:  # the best's neighbours first; further ones only when those are used up
-            pool = row[None, :]
-            for _ in range(radius):
+            pool = _repaired_neighbours(problem, row)
+            for _ in range(radius - 1):
                 pool = _neighbour_pool(problem, pool)
             pool = pool[~np.isin(problem.index(pool), problem.index(np.array(list(session.times), dtype=np.int64)))]
             if len(pool):
@@ -544,19 +635,27 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
             pool = fresh
         if since_fit >= max(5, 0.25 * ranker.trained_on):  # fits grow with the log of the budget
             model, since_fit = ranker.fit(session), 0
-        mean, _ = model.predict(ranker._features(pool))
+        mean, std = model.predict(ranker._features(pool))
+        score = mean - kappa * std
         if failures is not None and failures.clf is not None:
-            mean = np.where(failures.p_fail(pool) > 0.5, np.inf, mean)
-        session.measure(pool[int(np.argmin(mean))])
+            score = np.where(failures.p_fail(pool) > 0.5, np.inf, score)
+        before = session.best_time
+        session.measure(pool[int(np.argmin(score))])
         if failures is not None and session.history[-1][1] is None:
             failures.fit(session)
+        improved = session.best_time is not None and (before is None or session.best_time < before * 0.995)
+        stale = 0 if improved else stale + 1
+        if stale >= patience:
+            abandoned.append(centre)
+            stale = 0
         count += 1
         since_fit += 1
     return count
 
 
 def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fraction: float = 0.3,
-           local_share: float = 0.7, local_radius: int = 1, model: str = "bnn",
+           local_share: float = 0.7, local_radius: int = 1, local_kappa: float = 0.0, spread: bool = True,
+           model: str = "bnn",
            model_options: Optional[Mapping[str, Any]] = None, prior: Sequence[Observation] = (),
            avoid_failures: bool = True, prediction_sample: int = 250_000) -> Result:
     """The default tuner: a random sample, then a model-guided local search (see `ml`).
@@ -572,7 +671,7 @@ def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fr
     from 4.4% to 2.9% (bilateral) against `ml`, on held-out seeds as well (BENCHMARKS.md).
     """
     result = ml(problem, budget, rng, sample_fraction=sample_fraction, local_share=local_share,
-                local_radius=local_radius, model=model, model_options=model_options, prior=prior,
+                local_radius=local_radius, local_kappa=local_kappa, spread=spread, model=model, model_options=model_options, prior=prior,
                 avoid_failures=avoid_failures, prediction_sample=prediction_sample)
     result.info["strategy"] = "hybrid"
     return result

@@ -1,0 +1,110 @@
+"""`imagecl tune` for real (not replayed), against the exhaustive ground truth's best (issue 5).
+
+    python benchmarks/live_tuning.py --device gpu --out DIR   (the first NVIDIA device)
+    python benchmarks/live_tuning.py --device cpu --out DIR   (PoCL)
+
+For each case, `imagecl tune` searches the program's WHOLE space (millions of configurations
+for convolution; the ground truths cover subspaces of it) with the default tuner and a budget of
+measurements, then the best configuration of the matching ground truth
+(benchmarks/results/ground-*.json) is measured in the same machine session with
+`imagecl measure`, so that the two times are comparable even on a device whose timings drift
+between sessions (the CPU). The problem-size case tunes sobel at 2048x2048 first, then at
+4096x4096 into the same database: the second run trains its model on the first run's
+measurements too (the problem size is a model input, section 5.4 of Falch & Elster), and is
+compared with a cold run at 4096x4096 with the same budget.
+
+Writes DIR/live-<device>.json and prints one line per case.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+# (name, program, size, budget, ground truth whose best is measured alongside, database group)
+CASES = {
+    "gpu": [("convolution9", "convolution9.icl", "4096x4096", 100, "ground-convolution9-gpu-large", None),
+            ("sobel cold", "sobel.icl", "4096x4096", 60, "ground-sobel-gpu-large", None),
+            ("sobel 2048 (first size)", "sobel.icl", "2048x2048", 60, None, "sizes"),
+            ("sobel with 2048's data", "sobel.icl", "4096x4096", 60, "ground-sobel-gpu-large", "sizes")],
+    "cpu": [("sobel", "sobel.icl", "2048x2048", 40, "ground-sobel-cpu", None),
+            ("convolution9", "convolution9.icl", "1024x1024", 40, "ground-convolution9-cpu", None)],
+    # plumbing check on any machine: tiny sizes and budgets, no claim
+    "smoke": [("sobel 128 (first size)", "sobel.icl", "128x128", 5, None, "sizes"),
+              ("sobel with 128's data", "sobel.icl", "256x256", 5, "ground-sobel-cpu", "sizes")],
+}
+
+
+def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "imagecl", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT)
+
+
+def _best_of_ground_truth(name: str, device: str, size: str, out: Path, timeout: float) -> dict:
+    """The ground truth's best configuration, measured now."""
+    config = json.loads((RESULTS / f"{name}.json").read_text())["best_config"]
+    program = json.loads((RESULTS / f"{name}.json").read_text())["benchmark"] + ".icl"
+    configs = out / f"{name}-best.json"
+    configs.write_text(json.dumps([config]))
+    db = out / f"{name}-best.db"
+    done = _cli("measure", str(ROOT / "examples" / program), "--size", size, *(["--device", device] if device else []),
+                "--configs", str(configs), "--db", str(db), timeout=timeout)
+    if done.returncode != 0:
+        return {"error": done.stderr[-2000:]}
+    records = json.loads(_cli("results", "--db", str(db), "--json", timeout=60).stdout)
+    ok = [r for r in records if r["time"] is not None]
+    return {"config": config, "seconds": ok[0]["time"] if ok else None,
+            "recorded_ms": json.loads((RESULTS / f"{name}.json").read_text())["best_ms"]}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", required=True, choices=sorted(CASES), help="nvidia/gpu or cpu")
+    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per tuning run")
+    args = parser.parse_args(argv)
+    device = {"gpu": "nvidia", "cpu": "cpu", "smoke": None}[args.device]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name, program, size, budget, truth, group in CASES[args.device]:
+        tag = name.split()[0] + "-" + size
+        db = out / (f"live-{group}.db" if group else f"live-{tag}-{len(rows)}.db")
+        start = time.time()
+        try:
+            done = _cli("tune", str(ROOT / "examples" / program), "--size", size, *(["--device", device] if device else []),
+                        "--budget", str(budget), "--db", str(db), "-o", str(out / f"live-{tag}-{len(rows)}"),
+                        timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            rows.append({"case": name, "error": f"no result within {args.timeout:.0f} s"})
+            print(json.dumps(rows[-1]), flush=True)
+            continue
+        row = {"case": name, "program": program, "size": size, "budget": budget, "seconds": time.time() - start}
+        if done.returncode != 0:
+            row["error"] = done.stderr[-2000:]
+        else:
+            stem = Path(program).stem
+            description = json.loads((out / f"live-{tag}-{len(rows)}" / f"{stem}.json").read_text())
+            row.update(tuned_seconds=description["measured_seconds"], configuration=description["configuration"],
+                       log=[line for line in done.stderr.splitlines() if line.startswith(("using", "confirmed"))]
+                       + done.stdout.splitlines()[:1])
+            if truth:
+                row["ground_truth_best"] = _best_of_ground_truth(truth, device, size, out, args.timeout)
+                best = row["ground_truth_best"].get("seconds")
+                if best:
+                    row["tuned_over_ground_truth_best"] = row["tuned_seconds"] / best
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    report = {"device": args.device, "date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "cases": rows}
+    (out / f"live-{args.device}.json").write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
