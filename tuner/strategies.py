@@ -116,11 +116,11 @@ def _unmeasured_sample(problem: Problem, session: Session, rng: np.random.Genera
         if fresh:
             return np.array(fresh[:n])
     matrix = problem.candidate_matrix()
-    if matrix is not None:
-        fresh = [r for r in matrix if not session.known(tuple(int(v) for v in r))]
-        if fresh:
-            pick = rng.choice(len(fresh), size=min(n, len(fresh)), replace=False)
-            return np.array([fresh[i] for i in pick])
+    if matrix is not None and session.times:
+        measured = problem.index(np.array(list(session.times), dtype=np.int64))
+        fresh = matrix[~np.isin(problem.index(matrix), measured)]
+        if len(fresh):
+            return fresh[rng.choice(len(fresh), size=min(n, len(fresh)), replace=False)]
     return np.zeros((0, len(problem.parameters)), np.int64)
 
 
@@ -401,6 +401,12 @@ class _Ranker:
         self.known = problem.index(np.array([[int(o.config[n]) for n in problem.names] for o in same],
                                             dtype=np.int64).reshape(len(same), len(problem.names)))
         self.best_known = min((o.time for o in same if o.time is not None and o.time > 0), default=None)
+        # the prior's part of every training set, built once
+        self.prior_rows = np.array([[int(o.config[n]) for n in problem.names] for o in self.prior],
+                                   dtype=np.int64).reshape(len(self.prior), len(problem.names))
+        self.prior_logt = np.log([o.time for o in self.prior])
+        self.prior_extra = np.array([[o.context.get(k, self.here[0, j]) for j, k in enumerate(extra)]
+                                     for o in self.prior]).reshape(len(self.prior), len(extra)) if extra else None
         self.rng = rng
         self.limit = prediction_sample
         listed = problem.candidate_matrix()
@@ -418,12 +424,10 @@ class _Ranker:
         logt = np.log([t for t in session.times.values() if t is not None])
         extra = np.repeat(self.here, len(rows), axis=0) if self.extra else None
         if self.prior:
-            prior_rows = np.array([[int(o.config[n]) for n in self.problem.names] for o in self.prior])
-            rows = np.concatenate([rows.reshape(-1, prior_rows.shape[1]), prior_rows])
-            logt = np.concatenate([logt, np.log([o.time for o in self.prior])])
+            rows = np.concatenate([rows.reshape(-1, self.prior_rows.shape[1]), self.prior_rows])
+            logt = np.concatenate([logt, self.prior_logt])
             if self.extra:
-                pe = np.array([[o.context.get(k, self.here[0, j]) for j, k in enumerate(self.extra)] for o in self.prior])
-                extra = np.concatenate([extra.reshape(-1, len(self.extra)), pe])
+                extra = np.concatenate([extra.reshape(-1, len(self.extra)), self.prior_extra])
         if self.extra:
             self.encoder.fit_extra(np.concatenate([extra, self.here]))
         model = self.make(self.seed + self.fits)
