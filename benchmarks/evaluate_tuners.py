@@ -86,8 +86,13 @@ def main(argv=None) -> int:
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="our strategies to replay")
     parser.add_argument("--kt-strategies", default=",".join(KT_STRATEGIES),
                         help="Kernel Tuner strategies to replay on .kt.json files ('' for none)")
+    parser.add_argument("--update", default=None, metavar="JSON",
+                        help="an earlier tuners.json of the same spaces: keep its results and models, replace only "
+                             "the strategies run now (after a change to one strategy)")
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args(argv)
+    if args.update:
+        args.models_from = args.models_from or args.update
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fractions = [float(f) for f in args.fractions.split(",")]
@@ -131,11 +136,28 @@ def main(argv=None) -> int:
                 print(f"  {strategy:22s} {fraction:6.2%} budget {budget}: slowdown {rep.get('mean_slowdown')}, "
                       f"{rep.get('mean_evaluations')} measurements", file=sys.stderr, flush=True)
         report["spaces"].append(entry)
+    if args.update:
+        report = _updated(json.loads(Path(args.update).read_text()), report)
     (out / "tuners.json").write_text(json.dumps(report, indent=1))
     (out / "tuners.md").write_text(markdown(report, fractions))
     plots(report, out)
     print(markdown(report, fractions))
     return 0
+
+
+def _updated(earlier: dict, now: dict) -> dict:
+    """`earlier` with the results of the strategies in `now` replaced by `now`'s (same spaces and
+    budgets), in the earlier order of strategies."""
+    fresh = {e["space"]: e for e in now["spaces"]}
+    for entry in earlier["spaces"]:
+        new = fresh.get(entry["space"])
+        if new is None:
+            continue
+        replaced = {(r["strategy"], r["fraction"]): r for r in new["search"]}
+        entry["search"] = [replaced.pop((r["strategy"], r["fraction"]), r) for r in entry["search"]]
+        entry["search"] += list(replaced.values())
+    earlier["updated"] = {"date": now["date"], "command": now["command"]}
+    return earlier
 
 
 def markdown(report: dict, fractions) -> str:

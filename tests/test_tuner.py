@@ -555,3 +555,34 @@ def test_prior_from_store_takes_other_sizes_of_the_same_program_and_device(tmp_p
     assert sorted((o.config["wg_x"], o.time) for o in prior) == [(8, 4e-3), (16, None)]
     assert all(o.context == {"size_0": 128.0, "size_1": 64.0} for o in prior)
     assert live.size_context("64x32") == {"size_0": 64.0, "size_1": 32.0}
+
+
+def test_evaluate_tuners_runs_and_updates_one_strategy(tmp_path, capsys):
+    """benchmarks/evaluate_tuners.py on a small recorded space; `--update` replaces only the
+    strategies run again and keeps the rest of the earlier report."""
+    spec = importlib.util.spec_from_file_location(
+        "evaluate_tuners", Path(__file__).resolve().parent.parent / "benchmarks" / "evaluate_tuners.py")
+    evaluate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(evaluate)
+    replay = small_replay(300, seed=5)
+    rows = [{"config": replay.config(k), "time_seconds": t, "status": "ok" if t else "runtime_error"}
+            for k, t in replay.records.items()]
+    cache = tmp_path / "space.kt.json"
+    formats.write_kernel_tuner_cache(cache, replay.parameters, rows)
+    common = [str(cache), "--fractions", "0.05", "--repeats", "2", "--model-sizes", "25", "--model-repeats", "1",
+              "--kt-strategies", ""]
+    assert evaluate.main(common + ["--strategies", "random,pso", "--out", str(tmp_path / "a")]) == 0
+    first = json.loads((tmp_path / "a" / "tuners.json").read_text())
+    entry = first["spaces"][0]
+    assert [r["strategy"] for r in entry["search"]] == ["random", "pso"]
+    assert all(1.0 <= r["mean_slowdown"] and r["mean_evaluations"] <= r["budget"] for r in entry["search"])
+    assert set(entry["models"]) >= {"bnn", "constant"}
+    assert evaluate.main(common + ["--strategies", "hybrid,random", "--repeats", "3", "--update",
+                                   str(tmp_path / "a" / "tuners.json"), "--out", str(tmp_path / "b")]) == 0
+    second = json.loads((tmp_path / "b" / "tuners.json").read_text())
+    search = {r["strategy"]: r for r in second["spaces"][0]["search"]}
+    assert list(search) == ["random", "pso", "hybrid"]
+    assert search["pso"] == entry["search"][1]  # kept as it was
+    assert search["random"] != entry["search"][0]  # run again (3 repeats instead of 2)
+    assert second["spaces"][0]["models"] == entry["models"] and "updated" in second
+    assert "| hybrid |" in (tmp_path / "b" / "tuners.md").read_text()
