@@ -465,7 +465,8 @@ class TunableKernel:
     def tune(self, device: Any = None, strategy: Union[str, Callable] = "hybrid", budget: Optional[int] = None,
              store: Union[str, os.PathLike, None] = None, seed: int = 0, timeout: float = 60.0, repeats: int = 3,
              verify: bool = True, strategy_options: Optional[Mapping[str, Any]] = None,
-             progress: Optional[Callable[[dict, Optional[float]], None]] = None, confirm: int = 4) -> KernelTuneResult:
+             progress: Optional[Callable[[dict, Optional[float]], None]] = None,
+             confirm: int = 4) -> KernelTuneResult:
         """Search the space with `strategy` (hybrid, the default; ml, random, annealing, pso,
         exhaustive) measuring at most `budget` configurations (default: every valid one for exhaustive, else min(100, all)).
         Measurements go to the SQLite `store` (a temporary one if None): a rerun with the same

@@ -6,8 +6,10 @@ error or a wrong result costs about as much as a success. Measurements go throug
 which enforces the budget and remembers results, so a strategy that comes back to a
 configuration (annealing, swarms) neither pays for it twice nor overruns.
 
-`hybrid`, the default (DEFAULT_STRATEGY), is `ml`'s random sample followed by a local search
-from the best configuration in which the model picks the neighbour to measure (`_local_phase`).
+`hybrid`, the default (DEFAULT_STRATEGY), is a sample that spreads every parameter's values
+(`_spread_sample`) followed by a local search from the best configuration in which the model
+picks the neighbour to measure, moves repaired across constraints, and restarts elsewhere when
+it stalls (`_local_phase`).
 `exhaustive`, `random_search`, `simulated_annealing` and `particle_swarm` follow CLTune
 (Nugteren & Codreanu 2015). `ml` is Falch & Elster's two-stage method (random sample, bagged
 neural network on log(time), second stage driven by Eq. 2 with a threshold T), with these
@@ -494,7 +496,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
        retrain: bool = True, model: str = "bnn", model_options: Optional[Mapping[str, Any]] = None,
        prior: Sequence[Observation] = (), prediction_sample: int = 250_000, prior_weight: float = 10.0,
        avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10,
-       local_share: float = 0.0, local_radius: int = 1, local_kappa: float = 0.0, spread: bool = False) -> Result:
+       local_share: float = 0.0, local_radius: int = 1, spread: bool = False) -> Result:
     """Falch & Elster's two-stage ML search (see the module docstring for what is changed).
 
     Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
@@ -506,6 +508,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     Other options: `model` (a name in models.MODELS) and `model_options` (its constructor
     arguments); `retrain=False` keeps the first model (the paper's method), `retrain_every` and
     `max_retrains` bound the refits; `avoid_failures=False` drops the failure classifier;
+    `spread=True` draws stage 1 with `_spread_sample` (every parameter's values covered) instead
+    of uniformly;
     `prediction_sample` is the most configurations ranked at once (larger spaces are sampled);
     `prior_weight` is how many pseudo-observations the model's own error estimate is worth
     against the residuals seen in stage 2. `local_share` > 0 keeps that fraction of the budget
@@ -588,8 +592,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
             elif failures is not None:  # learn from the failure before choosing the next one
                 skip[i:] = _skip_mask(failures, session, rows[i:])
         info["stage2"] = count
-        info["local"] = _local_phase(problem, session, ranker, fitted, failures, radius=local_radius,
-                                     kappa=local_kappa) if local_share > 0 else 0
+        info["local"] = _local_phase(problem, session, ranker, fitted, failures,
+                                     radius=local_radius) if local_share > 0 else 0
         if session.best_key is not None:  # what the final model expected of the winner
             best_row = np.array([session.best_key], dtype=np.int64)
             info["predicted_seconds"] = float(np.exp(fitted.predict(ranker._features(best_row))[0][0]))
@@ -599,7 +603,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
 
 
 def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: Model,
-                 failures: Optional[_FailureModel], width: int = 3, radius: int = 1, kappa: float = 0.0,
+                 failures: Optional[_FailureModel], width: int = 3, radius: int = 1,
                  patience: Optional[int] = None) -> int:
     """Spend the rest of the budget on the model's pick among the neighbours of the best ones.
 
@@ -639,8 +643,7 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
             pool = fresh
         if since_fit >= max(5, 0.25 * ranker.trained_on):  # fits grow with the log of the budget
             model, since_fit = ranker.fit(session), 0
-        mean, std = model.predict(ranker._features(pool))
-        score = mean - kappa * std
+        score, _ = model.predict(ranker._features(pool))
         if failures is not None and failures.clf is not None:
             score = np.where(failures.p_fail(pool) > 0.5, np.inf, score)
         before = session.best_time
@@ -658,24 +661,28 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
 
 
 def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fraction: float = 0.3,
-           local_share: float = 0.7, local_radius: int = 1, local_kappa: float = 0.0, spread: bool = True,
+           local_share: float = 0.7, local_radius: int = 1, spread: bool = True,
            model: str = "bnn",
            model_options: Optional[Mapping[str, Any]] = None, prior: Sequence[Observation] = (),
            avoid_failures: bool = True, prediction_sample: int = 250_000) -> Result:
-    """The default tuner: a random sample, then a model-guided local search (see `ml`).
+    """The default tuner: a spread sample, then a model-guided local search (see `ml`).
 
-    `sample_fraction` of the budget goes to random configurations, `local_share` to steepest
-    descent from the best one, where the bagged network picks the neighbour to measure; what is
-    left between the two is `ml`'s Eq. 2 walk over the whole space. Why: at the budgets that
-    matter (about 1% of spaces of thousands, 15-50 measurements), a model trained on a dozen
-    random points ranks the whole space poorly (its error is 25-50% there) but tells apart the
-    one-parameter neighbours of a good configuration well enough, and local search without a
-    model (Kernel Tuner's mls, greedy_ils) spends most of its budget on bad neighbours. On our
-    recorded spaces this lowers the mean slowdown at 1% from 2.0% to 0.8% (convolution9) and
-    from 4.4% to 2.9% (bilateral) against `ml`, on held-out seeds as well (BENCHMARKS.md).
+    `sample_fraction` of the budget goes to a sample that covers every parameter's values
+    (`spread`; uniform random with spread=False), `local_share` to steepest descent from the
+    best one, where the bagged network picks the neighbour to measure; what is left between the
+    two is `ml`'s Eq. 2 walk over the whole space. Why: at the budgets that matter (about 1% of
+    spaces of thousands, 15-120 measurements), a model trained on a few dozen points ranks the
+    whole space poorly (its error is 25-50% there) but tells apart the neighbours of a good
+    configuration well enough, and local search without a model (Kernel Tuner's mls,
+    greedy_ils) spends most of its budget on bad neighbours. Where the fastest variants need
+    options valid in few configurations (vectorised loads: interior fast path, blocked layout
+    and px_x > 1 together), a uniform sample holds too few of them and plain one-parameter moves
+    cannot reach them: the spread sample and the repaired moves are what take convolution on the
+    H200 (9,944 configurations, 99 measurements) from 88% to about 12% over the best
+    (BENCHMARKS.md).
     """
     result = ml(problem, budget, rng, sample_fraction=sample_fraction, local_share=local_share,
-                local_radius=local_radius, local_kappa=local_kappa, spread=spread, model=model, model_options=model_options, prior=prior,
+                local_radius=local_radius, spread=spread, model=model, model_options=model_options, prior=prior,
                 avoid_failures=avoid_failures, prediction_sample=prediction_sample)
     result.info["strategy"] = "hybrid"
     return result
