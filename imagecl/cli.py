@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--device", help="device index or name fragment")
     tune.add_argument("--budget", type=int, default=200, help="most configurations to measure (default 200)")
     tune.add_argument("--strategy", default="hybrid",
-                      help="hybrid (default: random sample + model-guided local search), ml, random, annealing, "
+                      help="hybrid (default: spread sample + model-guided local search), ml, random, annealing, "
                            "pso or exhaustive")
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--confirm", type=int, default=4, metavar="K",

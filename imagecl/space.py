@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -39,6 +40,7 @@ class DeviceLimits:
     image_support: bool = True
     image2d_max: tuple[int, int] = (8192, 8192)
     image3d_max: tuple[int, int, int] = (2048, 2048, 2048)
+    version: str = ""  # the device's CL_DEVICE_VERSION ("OpenCL 3.0 PoCL 5.0+debian ..."): for compiler bugs
 
     @staticmethod
     def of(device) -> "DeviceLimits":
@@ -58,7 +60,13 @@ class DeviceLimits:
             image2d_max=(int(device.image2d_max_width), int(device.image2d_max_height)) if support else (0, 0),
             image3d_max=(int(device.image3d_max_width), int(device.image3d_max_height),
                          int(device.image3d_max_depth)) if support else (0, 0, 0),
+            version=str(device.version).strip(),
         )
+
+    def pocl_major(self) -> Optional[int]:
+        """PoCL's major version, when the device is PoCL's."""
+        found = re.search(r"\bpocl\s+(\d+)\.", self.version, re.IGNORECASE)
+        return int(found.group(1)) if found else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -370,6 +378,16 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
         defaults[name] = values[0]
 
     # ---- static constraints from the device ----------------------------------------------------------
+    tiles = tuple(f"local_{name}" for name in local_params)
+    if any(p.name == "interior" for p in fast_params) and tiles and (limits.pocl_major() or 0) >= 5:
+        # PoCL 5.0's work-group compiler aborts the whole process on these kernels (Kernel.cc:129,
+        # "region_entry_barrier != NULL"): the interleaved layout's loop of tile loads and barriers
+        # around the interior test. Seen on the 16-core Xeon of the GPU host; PoCL 3.1 builds them.
+        constraints.append(Constraint(
+            "the interior fast path not with local-memory tiles in the interleaved layout on PoCL >= 5 "
+            "(its compiler aborts on them)", ("interior", "interleaved") + tiles,
+            lambda c, ls=tiles: (c["interior"] == 0) | (c["interleaved"] == 0)
+            | (sum((c[p] for p in ls), np.zeros_like(c["interior"])) == 0)))
     wg = [f"wg_{a}" for a in axes]
     max_wg = limits.max_work_group_size
     constraints.append(Constraint(

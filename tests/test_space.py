@@ -272,3 +272,30 @@ def test_cli_space_and_compile_with_config(tmp_path):
     assert bad.returncode == 1 and "'px_y' must be one of" in bad.stderr and "Traceback" not in bad.stderr
     size_mismatch = _cli("space", str(EXAMPLES / "sobel.icl"), "--size", "10x10x10")
     assert size_mismatch.returncode == 1 and "dimensions" in size_mismatch.stderr
+
+
+def test_pocl_5_spaces_leave_out_the_variants_its_compiler_aborts_on():
+    """PoCL 5.0 asserts (Kernel.cc:129) on the interior fast path with a local tile in the
+    interleaved layout; on it those variants are not in the space, elsewhere they are."""
+    import dataclasses
+
+    prog = imagecl.load(Path(__file__).resolve().parent.parent / "examples" / "sobel.icl")
+    pocl5 = dataclasses.replace(LIMITS, version="OpenCL 3.0 PoCL 5.0+debian  Linux, None+Asserts, RELOC, LLVM 16.0.6")
+    assert pocl5.pocl_major() == 5 and LIMITS.pocl_major() is None
+    aborting = {"interior": 1, "interleaved": 1, "local_input": 1, "px_x": 4, "wg_x": 8, "wg_y": 1}
+    for limits, allowed in ((pocl5, False), (dataclasses.replace(LIMITS, version="OpenCL 3.0 PoCL 3.1+debian"), True),
+                            (LIMITS, True)):
+        assert _valid(prog.space_for_limits(limits, (64, 64)), aborting) == allowed, limits.version
+    space = prog.space_for_limits(pocl5, (64, 64))
+    for change in ({"interior": 0}, {"interleaved": 0}, {"local_input": 0}):  # each alone is fine
+        assert _valid(space, {**aborting, **change})
+
+
+def _valid(space, config) -> bool:
+    from imagecl.errors import ConfigError
+
+    try:
+        space.complete(config)
+    except ConfigError:
+        return False
+    return True

@@ -610,7 +610,7 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
     Steepest descent ranked by the model: candidates are the unmeasured neighbours (one move,
     repaired where a constraint needs it: `_repaired_neighbours`) of the best measured
     configuration, and the one predicted fastest is measured. The model is refit on the way,
-    so the walk learns the neighbourhood it is in. After `patience` measurements (default: a
+    so the walk learns the neighbourhood it is in. After `patience` measurements (default: an
     eighth of the budget, at least 10) without a better configuration, the walk's centre is
     given up: it restarts from the best measured configuration more than two parameters away
     from every centre given up, so a search stuck in the basin of a 2x slower variant family
