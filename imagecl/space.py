@@ -40,7 +40,9 @@ class DeviceLimits:
     image_support: bool = True
     image2d_max: tuple[int, int] = (8192, 8192)
     image3d_max: tuple[int, int, int] = (2048, 2048, 2048)
-    version: str = ""  # the device's CL_DEVICE_VERSION ("OpenCL 3.0 PoCL 5.0+debian ..."): for compiler bugs
+    # CL_DEVICE_VERSION and the driver's version ("OpenCL 3.0 PoCL HSTR: ... (driver 5.0+debian)"):
+    # to leave out what a known compiler bug breaks
+    version: str = ""
 
     @staticmethod
     def of(device) -> "DeviceLimits":
@@ -60,12 +62,14 @@ class DeviceLimits:
             image2d_max=(int(device.image2d_max_width), int(device.image2d_max_height)) if support else (0, 0),
             image3d_max=(int(device.image3d_max_width), int(device.image3d_max_height),
                          int(device.image3d_max_depth)) if support else (0, 0, 0),
-            version=str(device.version).strip(),
+            version=f"{str(device.version).strip()} (driver {str(device.driver_version).strip()})",
         )
 
     def pocl_major(self) -> Optional[int]:
-        """PoCL's major version, when the device is PoCL's."""
-        found = re.search(r"\bpocl\s+(\d+)\.", self.version, re.IGNORECASE)
+        """PoCL's major version, when the device is PoCL's (its driver version, "5.0+debian")."""
+        if "pocl" not in self.version.lower():
+            return None
+        found = re.search(r"\(driver (\d+)\.", self.version) or re.search(r"\bpocl\s+(\d+)\.", self.version, re.I)
         return int(found.group(1)) if found else None
 
 
