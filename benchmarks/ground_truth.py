@@ -7,7 +7,12 @@ Every configuration of the chosen subspace is measured (verified, median of repe
 into DIR/ground-<benchmark>-<device>.db (exported to DIR/ground-<benchmark>-<device>.kt.json, a
 Kernel Tuner cache file); `benchmarks/evaluate_tuners.py` then replays the
 strategies on it (`imagecl simulate` does the same for one strategy). `--variant cpu` uses
-problem sizes and subspaces sized for a 16-core CPU (launches of about 1-20 ms).
+problem sizes and subspaces sized for a 16-core CPU (launches of about 1-20 ms), `--variant
+large` the GPU spaces with the fast-path passes (10,000 to 15,000 configurations), `--variant
+cpu-fast` CPU sobel with them. Source groups are measured in random order, so a pass stopped
+by `--deadline` leaves a uniform sample of them. `--refine F` times every configuration within a
+factor F of the best again with `--refine-repeats` more launches, in the same session (timings
+of one configuration drift between sessions on a CPU by more than the differences at the top).
 
 On PoCL (CPU) the first launch of a kernel with a new local size compiles a work-group function
 (about a second), which dominates a sequential pass. `--warm-up N` (default: one process per
