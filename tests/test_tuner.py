@@ -515,19 +515,29 @@ def test_simulate_user_errors_are_simulation_errors(tmp_path, argv, message):
     assert isinstance(info.value, ValueError)
 
 
-def test_kernel_tuner_strategies_replay_our_cache_files(tmp_path):
-    """benchmarks/kt_replay.py: Kernel Tuner's strategies on our exports, counted like ours."""
-    pytest.importorskip("kernel_tuner")
-    spec = importlib.util.spec_from_file_location(
-        "kt_replay", Path(__file__).resolve().parent.parent / "benchmarks" / "kt_replay.py")
-    kt_replay = importlib.util.module_from_spec(spec)
-    sys.modules["kt_replay"] = kt_replay  # dataclasses look their module up
-    spec.loader.exec_module(kt_replay)
+def _benchmark_module(name: str):
+    """A script of benchmarks/ as a module."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _recorded_cache(path: Path):
+    """A replay of 300 measured configurations, written as a Kernel Tuner cache at `path`."""
     replay = small_replay(300, seed=5)
     rows = [{"config": replay.config(k), "time_seconds": t, "status": "ok" if t else "runtime_error"}
             for k, t in replay.records.items()]
-    path = tmp_path / "cache.json"
     formats.write_kernel_tuner_cache(path, replay.parameters, rows)
+    return replay, path
+
+
+def test_kernel_tuner_strategies_replay_our_cache_files(tmp_path):
+    """benchmarks/kt_replay.py: Kernel Tuner's strategies on our exports, counted like ours."""
+    pytest.importorskip("kernel_tuner")
+    kt_replay = _benchmark_module("kt_replay")
+    replay, path = _recorded_cache(tmp_path / "cache.json")
     recorded = {t for t in replay.records.values() if t is not None}
     for strategy in ("random_sample", "pso"):
         run = kt_replay.replay(path, strategy, 20, seed=1)
@@ -560,15 +570,8 @@ def test_prior_from_store_takes_other_sizes_of_the_same_program_and_device(tmp_p
 def test_evaluate_tuners_runs_and_updates_one_strategy(tmp_path, capsys):
     """benchmarks/evaluate_tuners.py on a small recorded space; `--update` replaces only the
     strategies run again and keeps the rest of the earlier report."""
-    spec = importlib.util.spec_from_file_location(
-        "evaluate_tuners", Path(__file__).resolve().parent.parent / "benchmarks" / "evaluate_tuners.py")
-    evaluate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(evaluate)
-    replay = small_replay(300, seed=5)
-    rows = [{"config": replay.config(k), "time_seconds": t, "status": "ok" if t else "runtime_error"}
-            for k, t in replay.records.items()]
-    cache = tmp_path / "space.kt.json"
-    formats.write_kernel_tuner_cache(cache, replay.parameters, rows)
+    evaluate = _benchmark_module("evaluate_tuners")
+    _, cache = _recorded_cache(tmp_path / "space.kt.json")
     common = [str(cache), "--fractions", "0.05", "--repeats", "2", "--model-sizes", "25", "--model-repeats", "1",
               "--kt-strategies", ""]
     assert evaluate.main(common + ["--strategies", "random,pso", "--out", str(tmp_path / "a")]) == 0
