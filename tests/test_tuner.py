@@ -517,7 +517,8 @@ def test_simulate_user_errors_are_simulation_errors(tmp_path, argv, message):
 
 def _benchmark_module(name: str):
     """A script of benchmarks/ as a module."""
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py")
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
