@@ -1,6 +1,6 @@
 """The paper's evaluation, on our own exhaustive data (issue 5).
 
-    python benchmarks/evaluate_tuners.py benchmarks/results/ground-*-gpu.kt.json --out benchmarks/results
+    python benchmarks/evaluate_tuners.py benchmarks/results/ground-*-gpu-large.kt.json.gz --out benchmarks/results/gpu-large
 
 For each recorded space (Kernel Tuner cache, T4 file or our database):
 1. model accuracy: mean relative error of each model (bagged neural network, SVR, boosted trees,
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
                              "recomputing them")
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="our strategies to replay")
     parser.add_argument("--kt-strategies", default=",".join(KT_STRATEGIES),
-                        help="Kernel Tuner strategies to replay on .kt.json files ('' for none)")
+                        help="Kernel Tuner strategies to replay on .kt.json(.gz) files ('' for none)")
     parser.add_argument("--update", default=None, metavar="JSON",
                         help="an earlier tuners.json of the same spaces: keep its results and models, replace only "
                              "the strategies run now (after a change to one strategy)")
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         matrix = problem.candidate_matrix()
         valid = problem.valid_count
         name = Path(file).name.split(".")[0]
-        kt = theirs if str(file).endswith(".kt.json") else []
+        kt = theirs if str(file).endswith((".kt.json", ".kt.json.gz")) else []
         print(f"{name}: {len(matrix)} recorded, {valid} valid", file=sys.stderr, flush=True)
         entry = {"space": name, "file": str(file), "recorded": len(matrix), "valid": valid, "search": [],
                  "models": earlier[name] if name in earlier else model_errors(problem, sizes, args.model_repeats,

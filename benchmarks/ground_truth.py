@@ -4,7 +4,7 @@
     python benchmarks/ground_truth.py --device cpu --variant cpu --benchmark sobel --out DIR
 
 Every configuration of the chosen subspace is measured (verified, median of repeated launches)
-into DIR/ground-<benchmark>-<device>.db (exported to DIR/ground-<benchmark>-<device>.kt.json, a
+into DIR/ground-<benchmark>-<device>.db (exported to DIR/ground-<benchmark>-<device>.kt.json.gz, a gzipped
 Kernel Tuner cache file); `benchmarks/evaluate_tuners.py` then replays the
 strategies on it (`imagecl simulate` does the same for one strategy). `--variant cpu` uses
 problem sizes and subspaces sized for a 16-core CPU (launches of about 1-20 ms), `--variant
@@ -244,7 +244,7 @@ def main(argv=None) -> int:
                   "best_config": refined["best_config"] if refined else summary.best_config, "date": time.strftime("%Y-%m-%d")}
         (out / f"{stem}.json").write_text(json.dumps(report, indent=1))
         # the Kernel Tuner cache export that evaluate_tuners.py and other tools replay
-        cli_main(["export", "--db", str(out / f"{stem}.db"), "--format", "kernel_tuner", "-o", str(out / f"{stem}.kt.json")])
+        cli_main(["export", "--db", str(out / f"{stem}.db"), "--format", "kernel_tuner", "-o", str(out / f"{stem}.kt.json.gz")])
         print(json.dumps(report), flush=True)
     return 0
 

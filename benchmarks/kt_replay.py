@@ -20,6 +20,7 @@ from typing import Optional, Union
 
 import numpy as np
 
+from imagecl.tuner.formats import load_json
 from imagecl.tuner.simulate import summarise
 
 # the strategies of Kernel Tuner 1.5 that run in simulation mode (brute_force is exhaustive search)
@@ -38,7 +39,7 @@ def replay(file: Union[str, Path], strategy: str, budget: int, seed: int) -> KTR
     from kernel_tuner import tune_kernel
     from kernel_tuner.util import infer_restrictions_from_cache
 
-    cache = json.loads(Path(file).read_text())
+    cache = load_json(file)  # plain or gzipped
     names = cache["tune_params_keys"]
     params = {k: cache["tune_params"][k] for k in names}
     # Kernel Tuner checks the cache's problem size against the call; ours record "unknown"

@@ -397,15 +397,17 @@ LABELLED = [Parameter("bs", [16, 32, 64, 128]), Parameter("tile", [1, 2, 4]),
             Parameter("kind", [0, 1], labels=["plain", "vector"])]
 
 
-@pytest.mark.parametrize("fmt", ["kernel_tuner", "t4"])
-def test_formats_round_trip(tmp_path, fmt):
-    path = tmp_path / "recorded.json"
+@pytest.mark.parametrize("fmt, name", [("kernel_tuner", "recorded.json"), ("t4", "recorded.json"),
+                                       ("kernel_tuner", "recorded.kt.json.gz"), ("t4", "recorded.json.gz")])
+def test_formats_round_trip(tmp_path, fmt, name):
+    path = tmp_path / name
     if fmt == "kernel_tuner":
         formats.write_kernel_tuner_cache(path, LABELLED, MEASUREMENTS, device_name="dev", kernel_name="k")
     else:
         formats.write_t4(path, LABELLED, MEASUREMENTS)
+    assert (path.read_bytes()[:2] == b"\x1f\x8b") == name.endswith(".gz")  # gzipped by its name
     params, records = formats.read_measurements(path)
-    assert formats.detect_format(json.loads(path.read_text())) == fmt
+    assert formats.detect_format(json.loads(formats.read_text(path))) == fmt
     assert [p.name for p in params] == ["bs", "tile", "kind"]
     assert params[2].labels == ["plain", "vector"]
     expected = {(m["config"]["bs"], m["config"]["tile"], m["config"]["kind"]): m["time_seconds"]
@@ -538,7 +540,7 @@ def test_kernel_tuner_strategies_replay_our_cache_files(tmp_path):
     """benchmarks/kt_replay.py: Kernel Tuner's strategies on our exports, counted like ours."""
     pytest.importorskip("kernel_tuner")
     kt_replay = _benchmark_module("kt_replay")
-    replay, path = _recorded_cache(tmp_path / "cache.json")
+    replay, path = _recorded_cache(tmp_path / "cache.kt.json.gz")  # recorded spaces are kept gzipped
     recorded = {t for t in replay.records.values() if t is not None}
     for strategy in ("random_sample", "pso"):
         run = kt_replay.replay(path, strategy, 20, seed=1)

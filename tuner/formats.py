@@ -48,8 +48,10 @@ measurements: a list of ``{"config": {...}, "time_seconds": float | None, "statu
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import json
 import math
+import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -71,17 +73,32 @@ class FormatError(ValueError):
 # ---- shared helpers --------------------------------------------------------------------------------
 
 
+def read_text(path: PathLike) -> str:
+    """A file's text, gunzipped when it is gzip data (recorded spaces of 10,000+ configurations
+    are kept compressed: `.kt.json.gz`)."""
+    data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data.decode("utf-8")
+
+
+def write_text(path: PathLike, text: str) -> None:
+    """Write `text`, gzipped when the name ends in `.gz`."""
+    data = text.encode("utf-8")
+    Path(path).write_bytes(gzip.compress(data, mtime=0) if str(path).endswith(".gz") else data)
+
+
 def load_json(source: Union[PathLike, Mapping[str, Any]], closing: bool = False) -> Any:
-    """The parsed JSON of `source` (a path, or already parsed); `closing`: repair a Kernel Tuner
-    cache that an interrupted run left without its closing braces."""
+    """The parsed JSON of `source` (a path, plain or gzipped, or already parsed); `closing`:
+    repair a Kernel Tuner cache that an interrupted run left without its closing braces."""
     if isinstance(source, Mapping):
         return source
     path = Path(source)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise FormatError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
         raise FormatError(f"{path}: cannot read ({e})") from None
     try:
         return json.loads(text)
@@ -271,7 +288,7 @@ def write_kernel_tuner_cache(path: PathLike, parameters: Sequence[Parameter],
             "problem_size": problem_size, "tune_params_keys": [p.name for p in parameters],
             "tune_params": {p.name: [p.label(v) for v in p.values] for p in parameters},
             "objective": "time", "cache": cache}
-    Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(data, indent=1) + "\n")
 
 
 # ---- T4 -------------------------------------------------------------------------------------------
@@ -348,8 +365,7 @@ def write_t4(path: PathLike, parameters: Sequence[Parameter], measurements: Iter
             "measurements": [{"name": "time", "value": ms if ms is not None else (m.get("error") or kind),
                               "unit": "ms"}],
         })
-    Path(path).write_text(json.dumps({"schema_version": "1.0.0", "results": results}, indent=1) + "\n",
-                          encoding="utf-8")
+    write_text(path, json.dumps({"schema_version": "1.0.0", "results": results}, indent=1) + "\n")
 
 
 # ---- either -------------------------------------------------------------------------------------
@@ -378,5 +394,5 @@ def read_measurements(source: Union[PathLike, Mapping[str, Any]]) -> tuple[list[
         raise FormatError(f"{source}: {e}") from None
 
 
-__all__ = ["FormatError", "load_json", "read_kernel_tuner_cache", "write_kernel_tuner_cache", "read_t4", "write_t4",
+__all__ = ["FormatError", "load_json", "read_text", "write_text", "read_kernel_tuner_cache", "write_kernel_tuner_cache", "read_t4", "write_t4",
            "detect_format", "read_measurements", "KT_ERRORS", "T4_INVALIDITY"]
