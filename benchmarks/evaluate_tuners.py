@@ -1,6 +1,7 @@
 """The paper's evaluation, on our own exhaustive data (issue 5).
 
-    python benchmarks/evaluate_tuners.py benchmarks/results/ground-*-gpu-large.kt.json.gz --out benchmarks/results/gpu-large
+    python benchmarks/evaluate_tuners.py benchmarks/results/ground-*-gpu-large.kt.json.gz \
+        --out benchmarks/results/gpu-large
 
 For each recorded space (Kernel Tuner cache, T4 file or our database):
 1. model accuracy: mean relative error of each model (bagged neural network, SVR, boosted trees,

@@ -4,8 +4,8 @@
     python benchmarks/ground_truth.py --device cpu --variant cpu --benchmark sobel --out DIR
 
 Every configuration of the chosen subspace is measured (verified, median of repeated launches)
-into DIR/ground-<benchmark>-<device>.db (exported to DIR/ground-<benchmark>-<device>.kt.json.gz, a gzipped
-Kernel Tuner cache file); `benchmarks/evaluate_tuners.py` then replays the
+into DIR/ground-<benchmark>-<device>.db (exported to DIR/ground-<benchmark>-<device>.kt.json.gz,
+a gzipped Kernel Tuner cache file); `benchmarks/evaluate_tuners.py` then replays the
 strategies on it (`imagecl simulate` does the same for one strategy). `--variant cpu` uses
 problem sizes and subspaces sized for a 16-core CPU (launches of about 1-20 ms), `--variant
 large` the GPU spaces with the fast-path passes (10,000 to 15,000 configurations), `--variant
@@ -225,26 +225,28 @@ def main(argv=None) -> int:
                 Measurer(prog, arguments, store, device,
                          MeasureOptions(timeout=args.timeout, deadline=args.deadline)) as measurer:
             summary = measurer.measure(configs)
-            if args.refine and any(r.time is not None for r in measurer.stored().values()):
+            stored = measurer.stored() if args.refine else {}
+            ok = [r for r in stored.values() if r.time is not None]
+            if ok:
                 t = time.time()
-                ok = [r for r in measurer.stored().values() if r.time is not None]
                 best = min(r.time for r in ok)
                 top = [r.config for r in ok if r.time <= args.refine * best]
-                updated = measurer.retime(top, args.refine_repeats)
+                updated = measurer.retime(top, args.refine_repeats)  # by the same keys as `stored`
                 refined = {"factor": args.refine, "repeats": args.refine_repeats, "configs": len(updated),
-                           "seconds": time.time() - t,
-                           "best_before_ms": best * 1e3,
-                           **_best_of(measurer.stored().values())}
+                           "seconds": time.time() - t, "best_before_ms": best * 1e3,
+                           **_best_of({**stored, **updated}.values())}
         report = {"benchmark": name, "device": info.name, "subspace": grid, "configs": len(configs),
                   "measured": summary.measured, "statuses": dict(summary.statuses), "refined": refined,
                   "seconds": time.time() - start, "warm_up_processes": processes, "warm_up_seconds": warm,
                   "variant": args.variant, "complete": not summary.stopped_early,
                   "best_ms": refined["best_after_ms"] if refined else
                   summary.best_time * 1e3 if summary.best_time else None,
-                  "best_config": refined["best_config"] if refined else summary.best_config, "date": time.strftime("%Y-%m-%d")}
+                  "best_config": refined["best_config"] if refined else summary.best_config,
+                  "date": time.strftime("%Y-%m-%d")}
         (out / f"{stem}.json").write_text(json.dumps(report, indent=1))
         # the Kernel Tuner cache export that evaluate_tuners.py and other tools replay
-        cli_main(["export", "--db", str(out / f"{stem}.db"), "--format", "kernel_tuner", "-o", str(out / f"{stem}.kt.json.gz")])
+        cli_main(["export", "--db", str(out / f"{stem}.db"), "--format", "kernel_tuner",
+                  "-o", str(out / f"{stem}.kt.json.gz")])
         print(json.dumps(report), flush=True)
     return 0
 

@@ -46,21 +46,25 @@ def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess:
                           cwd=ROOT)
 
 
+def _device_option(device) -> list[str]:
+    return ["--device", device] if device else []
+
+
 def _best_of_ground_truth(name: str, device: str, size: str, out: Path, timeout: float) -> dict:
     """The ground truth's best configuration, measured now."""
-    config = json.loads((RESULTS / f"{name}.json").read_text())["best_config"]
-    program = json.loads((RESULTS / f"{name}.json").read_text())["benchmark"] + ".icl"
+    truth = json.loads((RESULTS / f"{name}.json").read_text())
+    config, program = truth["best_config"], truth["benchmark"] + ".icl"
     configs = out / f"{name}-best.json"
     configs.write_text(json.dumps([config]))
     db = out / f"{name}-best.db"
-    done = _cli("measure", str(ROOT / "examples" / program), "--size", size, *(["--device", device] if device else []),
+    done = _cli("measure", str(ROOT / "examples" / program), "--size", size, *_device_option(device),
                 "--configs", str(configs), "--db", str(db), timeout=timeout)
     if done.returncode != 0:
         return {"error": done.stderr[-2000:]}
     records = json.loads(_cli("results", "--db", str(db), "--json", timeout=60).stdout)
     ok = [r for r in records if r["time"] is not None]
     return {"config": config, "seconds": ok[0]["time"] if ok else None,
-            "recorded_ms": json.loads((RESULTS / f"{name}.json").read_text())["best_ms"]}
+            "recorded_ms": truth["best_ms"]}
 
 
 def main(argv=None) -> int:
@@ -78,7 +82,7 @@ def main(argv=None) -> int:
         db = out / (f"live-{group}.db" if group else f"live-{tag}-{len(rows)}.db")
         start = time.time()
         try:
-            done = _cli("tune", str(ROOT / "examples" / program), "--size", size, *(["--device", device] if device else []),
+            done = _cli("tune", str(ROOT / "examples" / program), "--size", size, *_device_option(device),
                         "--budget", str(budget), "--db", str(db), "-o", str(out / f"live-{tag}-{len(rows)}"),
                         timeout=args.timeout)
         except subprocess.TimeoutExpired:

@@ -69,7 +69,7 @@ class DeviceLimits:
         """PoCL's major version, when the device is PoCL's (its driver version, "5.0+debian")."""
         if "pocl" not in self.version.lower():
             return None
-        found = re.search(r"\(driver (\d+)\.", self.version) or re.search(r"\bpocl\s+(\d+)\.", self.version, re.I)
+        found = re.search(r"\(driver (\d+)\.", self.version)
         return int(found.group(1)) if found else None
 
 

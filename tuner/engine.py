@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import numpy as np
-
 from ..errors import ConfigError, ImageCLError
+from ..runtime.timing import Timing
 from .buildcache import BuildCache, prebuild
 from .spawn import main_module_hidden
 from .store import Record, Store, canonical_config, text_hash
@@ -252,10 +251,9 @@ class Measurer:
                 old = stored[key]
                 if result.get("time") is None:
                     continue  # a contender that fails now (a flaky device) keeps what was measured
-                times = list(old.times) + list(result.get("times", []))
-                median = float(np.median(times))
-                record = Record(old.config, old.status, median, times, float((max(times) - min(times)) / median),
-                                old.error, old.verified, old.source_hash)
+                timing = Timing(list(old.times) + list(result.get("times", [])))
+                record = Record(old.config, old.status, timing.median, timing.times, timing.spread, old.error,
+                                old.verified, old.source_hash)
                 self.store.add(self.run, record)
                 updated[key] = record
         return updated

@@ -394,5 +394,5 @@ def read_measurements(source: Union[PathLike, Mapping[str, Any]]) -> tuple[list[
         raise FormatError(f"{source}: {e}") from None
 
 
-__all__ = ["FormatError", "load_json", "read_text", "write_text", "read_kernel_tuner_cache", "write_kernel_tuner_cache", "read_t4", "write_t4",
-           "detect_format", "read_measurements", "KT_ERRORS", "T4_INVALIDITY"]
+__all__ = ["FormatError", "load_json", "read_text", "write_text", "read_kernel_tuner_cache", "write_kernel_tuner_cache",
+           "read_t4", "write_t4", "detect_format", "read_measurements", "KT_ERRORS", "T4_INVALIDITY"]

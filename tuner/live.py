@@ -90,12 +90,13 @@ def prior_from_store(store: Store, run: RunKey) -> list[Observation]:
     better than one fit on this size alone. Measurements of this size are not included: the
     run itself reuses them (LiveProblem), without a second measurement."""
     prior: list[Observation] = []
+    dims = len(size_context(run.problem_size))
     for other in store.runs():
         if (other.program_hash, other.device, other.driver) != (run.program_hash, run.device, run.driver) \
                 or other.problem_size == run.problem_size:
             continue
         context = size_context(other.problem_size)
-        if not context or len(context) != len(size_context(run.problem_size)):
+        if not context or len(context) != dims:
             continue
         prior.extend(Observation(r.config, r.time, context) for r in store.records(other))
     return prior

@@ -138,22 +138,21 @@ def _spread_sample(problem: Problem, n: int, rng: np.random.Generator, pool_fact
     pool = problem.sample_matrix(max(n * pool_factor, 256), rng)
     if len(pool) <= n:
         return pool
-    counts = [dict.fromkeys(p.values, 0) for p in problem.parameters]
     free = [i for i, p in enumerate(problem.parameters) if len(p.values) > 1]
+    # each candidate's values as positions in its parameter's list, and how often each was picked
+    position = [np.searchsorted(np.sort(problem.parameters[i].values), pool[:, i]) for i in free]
+    counts = [np.zeros(len(problem.parameters[i].values)) for i in free]
     available = np.ones(len(pool), dtype=bool)
     chosen = []
     for _ in range(n):
-        score = np.zeros(len(pool))
-        for i in free:  # rarity of each value of the candidate so far, normalised per parameter
-            per_value = np.array([counts[i][v] for v in problem.parameters[i].values], dtype=float)
-            lookup = dict(zip(problem.parameters[i].values, 1.0 / (1.0 + per_value)))
-            score += np.vectorize(lookup.get)(pool[:, i])
+        # the rarity of each of the candidate's values so far (1, 1/2, 1/3, ...), summed over parameters
+        score = sum((1.0 / (1.0 + c[pos]) for c, pos in zip(counts, position)), np.zeros(len(pool)))
         score = np.where(available, score + 1e-6 * rng.random(len(pool)), -np.inf)
         pick = int(np.argmax(score))
         available[pick] = False
         chosen.append(pool[pick])
-        for i in free:
-            counts[i][int(pool[pick, i])] += 1
+        for c, pos in zip(counts, position):
+            c[pos[pick]] += 1
     return np.array(chosen)
 
 
