@@ -156,6 +156,48 @@ def _spread_sample(problem: Problem, n: int, rng: np.random.Generator, pool_fact
     return np.array(chosen)
 
 
+def _seed_rows(problem: Problem, seeds: Sequence[Mapping[str, Any]], rng: np.random.Generator,
+               pool_size: int = 4096) -> np.ndarray:
+    """Valid configurations of `problem` that agree with each seed as far as its constraints allow.
+
+    A seed names values for some of the parameters (the best configuration of another program on
+    this device, say: the parameters the two programs share, such as the work-group size or the
+    input's memory). A seed value missing from a parameter's list takes the nearest listed value.
+    Each seed becomes one configuration: the seed's values with the other parameters drawn from
+    valid configurations, and where no such combination is valid, the sampled configuration
+    that agrees with the seed on the most parameters. Seeds that end on the same configuration
+    count once.
+    """
+    names = problem.names
+    pool = problem.sample_matrix(pool_size, rng)
+    if len(pool) == 0:
+        return np.zeros((0, len(names)), np.int64)
+    rows = []
+    for seed in seeds:
+        shared = [(i, _nearest(problem.parameters[i].values, seed[n])) for i, n in enumerate(names) if n in seed]
+        if not shared:
+            continue
+        columns = np.array([i for i, _ in shared])
+        values = np.array([v for _, v in shared], dtype=np.int64)
+        filled = pool.copy()
+        filled[:, columns] = values
+        valid = filled[problem._mask_rows(filled)]
+        if len(valid):
+            rows.append(valid[rng.integers(len(valid))])
+            continue
+        agree = (pool[:, columns] == values).sum(axis=1)
+        closest = np.flatnonzero(agree == agree.max())
+        rows.append(pool[closest[rng.integers(len(closest))]])
+    if not rows:
+        return np.zeros((0, len(names)), np.int64)
+    return _distinct(problem, np.array(rows, dtype=np.int64))
+
+
+def _nearest(values: Sequence[int], value: Any) -> int:
+    value = int(value)
+    return min(values, key=lambda v: (abs(int(v) - value), int(v)))
+
+
 # ---- CLTune's strategies ------------------------------------------------------------------------
 
 
@@ -495,7 +537,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
        retrain: bool = True, model: str = "bnn", model_options: Optional[Mapping[str, Any]] = None,
        prior: Sequence[Observation] = (), prediction_sample: int = 250_000, prior_weight: float = 10.0,
        avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10,
-       local_share: float = 0.0, local_radius: int = 1, spread: bool = False) -> Result:
+       local_share: float = 0.0, local_radius: int = 1, spread: bool = False,
+       seeds: Sequence[Mapping[str, int]] = ()) -> Result:
     """Falch & Elster's two-stage ML search (see the module docstring for what is changed).
 
     Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
@@ -532,8 +575,10 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     info: dict[str, Any] = {"strategy": "ml", "model": model, "threshold": threshold, "retrains": 0}
     try:
         stage1 = max(1, min(budget, round(sample_fraction * budget)))
-        first = _spread_sample(problem, stage1, rng) if spread else problem.sample_matrix(stage1, rng)
-        for row in first:
+        seeded = _seed_rows(problem, seeds, rng)[:stage1] if seeds else np.zeros((0, len(problem.names)), np.int64)
+        rest = stage1 - len(seeded)
+        first = _spread_sample(problem, rest, rng) if spread else problem.sample_matrix(rest, rng)
+        for row in np.concatenate([seeded, first.reshape(-1, len(problem.names))]):
             session.measure(row)
         while sum(t is not None for t in session.times.values()) < 4 and session.remaining > 0:
             extra = _unmeasured_sample(problem, session, rng)  # too few successes to learn from
@@ -601,6 +646,27 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     return session.result(**info)
 
 
+def _neighbour_candidates(problem: Problem, session: Session, rows: np.ndarray, radius: int) -> np.ndarray:
+    """Unmeasured (repaired) neighbours of the first of `rows` that has any; [] if none has."""
+    measured = problem.index(np.array(list(session.times), dtype=np.int64))
+    for row in rows:  # the best's neighbours first; further ones only when those are used up
+        pool = _repaired_neighbours(problem, row)
+        for _ in range(radius - 1):
+            pool = _neighbour_pool(problem, pool)
+        pool = pool[~np.isin(problem.index(pool), measured)]
+        if len(pool):
+            return pool
+    return np.zeros((0, len(problem.parameters)), np.int64)
+
+
+def _pick(ranker: "_Ranker", model: Model, failures: Optional[_FailureModel], pool: np.ndarray) -> np.ndarray:
+    """The candidate the model predicts fastest, passing over those predicted to fail."""
+    score, _ = model.predict(ranker._features(pool))
+    if failures is not None and failures.clf is not None:
+        score = np.where(failures.p_fail(pool) > 0.5, np.inf, score)
+    return pool[int(np.argmin(score))]
+
+
 def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: Model,
                  failures: Optional[_FailureModel], width: int = 3, radius: int = 1,
                  patience: Optional[int] = None) -> int:
@@ -617,6 +683,13 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
     """
     patience = max(10, session.budget // 8) if patience is None else patience
     count, since_fit, stale = 0, 0, 0
+
+    def refit_if_due(model: Model) -> Model:
+        nonlocal since_fit
+        if since_fit >= max(5, 0.25 * ranker.trained_on):  # fits grow with the log of the budget
+            model, since_fit = ranker.fit(session), 0
+        return model
+
     abandoned: list[np.ndarray] = []
     while session.remaining > 0:
         best = _best_rows(session, 64)
@@ -627,26 +700,14 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
         if len(best) == 0:
             break
         centre = best[0]
-        pool = np.zeros((0, len(problem.parameters)), np.int64)
-        for row in best:  # the best's neighbours first; further ones only when those are used up
-            pool = _repaired_neighbours(problem, row)
-            for _ in range(radius - 1):
-                pool = _neighbour_pool(problem, pool)
-            pool = pool[~np.isin(problem.index(pool), problem.index(np.array(list(session.times), dtype=np.int64)))]
-            if len(pool):
-                break
+        pool = _neighbour_candidates(problem, session, best, radius)
         if len(pool) == 0:
-            fresh = _unmeasured_sample(problem, session, ranker.rng)
-            if len(fresh) == 0:
+            pool = _unmeasured_sample(problem, session, ranker.rng)
+            if len(pool) == 0:
                 break
-            pool = fresh
-        if since_fit >= max(5, 0.25 * ranker.trained_on):  # fits grow with the log of the budget
-            model, since_fit = ranker.fit(session), 0
-        score, _ = model.predict(ranker._features(pool))
-        if failures is not None and failures.clf is not None:
-            score = np.where(failures.p_fail(pool) > 0.5, np.inf, score)
+        model = refit_if_due(model)
         before = session.best_time
-        session.measure(pool[int(np.argmin(score))])
+        session.measure(_pick(ranker, model, failures, pool))
         if failures is not None and session.history[-1][1] is None:
             failures.fit(session)
         improved = session.best_time is not None and (before is None or session.best_time < before * 0.995)
@@ -663,7 +724,8 @@ def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fr
            local_share: float = 0.7, local_radius: int = 1, spread: bool = True,
            model: str = "bnn",
            model_options: Optional[Mapping[str, Any]] = None, prior: Sequence[Observation] = (),
-           avoid_failures: bool = True, prediction_sample: int = 250_000) -> Result:
+           avoid_failures: bool = True, prediction_sample: int = 250_000,
+           seeds: Sequence[Mapping[str, int]] = ()) -> Result:
     """The default tuner: a spread sample, then a model-guided local search (see `ml`).
 
     `sample_fraction` of the budget goes to a sample that covers every parameter's values
@@ -682,7 +744,7 @@ def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fr
     """
     result = ml(problem, budget, rng, sample_fraction=sample_fraction, local_share=local_share,
                 local_radius=local_radius, spread=spread, model=model, model_options=model_options, prior=prior,
-                avoid_failures=avoid_failures, prediction_sample=prediction_sample)
+                avoid_failures=avoid_failures, prediction_sample=prediction_sample, seeds=seeds)
     result.info["strategy"] = "hybrid"
     return result
 
