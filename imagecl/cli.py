@@ -442,8 +442,13 @@ def _simulate(args) -> int:
 
     rest = list(args.rest)
     with tempfile.TemporaryDirectory(prefix="imagecl-replay-") as scratch:
-        if rest and not rest[0].startswith("-") and _is_sqlite(rest[0]):
-            rest[0] = _db_to_cache(rest[0], Path(scratch) / "replay.json")
+        converted: dict[Path, str] = {}  # the CACHE and --seeds-from files that are our databases
+        for i, item in enumerate(rest):
+            if not item.startswith("-") and _is_sqlite(item):
+                source = Path(item).resolve()
+                if source not in converted:
+                    converted[source] = _db_to_cache(item, Path(scratch) / f"replay-{len(converted)}.json")
+                rest[i] = converted[source]
         try:
             return simulate_main(rest)
         except SimulationError as exc:

@@ -219,7 +219,8 @@ def test_simulate_seeds_from_errors(tmp_path):
              (["--seeds-from", str(bad)], "bad.json"),
              (["--seeds-from", str(tmp_path / "none.json")], "no such file"),
              (["--seeds-from", other, "--seeds-per-file", "0"], "--seeds-per-file"),
-             (["--seeds-from", str(unrelated)], "shares no parameter")]
+             (["--seeds-from", str(unrelated)], "shares no parameter"),
+             (["--seeds-from", other, target], "the CACHE replayed itself")]
     for extra, message in cases:
         with pytest.raises(simulate_mod.SimulationError, match=message):
             simulate_mod.main([target, *extra, "--max-evals", "5", "--repeats", "1"])
@@ -228,6 +229,21 @@ def test_simulate_seeds_from_errors(tmp_path):
                              "--seeds-from", other], capture_output=True, text=True)
     assert result.returncode == 1 and "does not start from seeds" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_simulate_takes_seeds_from_a_results_database(tmp_path):
+    """A --seeds-from file may be one of our databases, as CACHE may."""
+    fast, slow = {"wg_x": 32, "wg_y": 4, "px_x": 2, "other": 1}, {"wg_x": 8, "wg_y": 8, "px_x": 1, "other": 0}
+    db = tmp_path / "other.db"
+    with _store(db, {_run("other"): [(slow, 2e-3), (fast, 1e-3), ({**fast, "other": 0}, 1.5e-3)]}):
+        pass
+    result = subprocess.run([sys.executable, "-m", "imagecl", "simulate", str(_recorded("convolution9")),
+                             "--seeds-from", str(db), "--max-evals", "6", "--repeats", "1", "--json"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["options"]["seeds"] == [{"wg_x": 32, "wg_y": 4, "px_x": 2}, {"wg_x": 8, "wg_y": 8, "px_x": 1}]
+    assert report["seeds_offered"] == 2 and report["repeats"][0]["seeded"] == 2
 
 
 # ---- imagecl tune with a shared database -----------------------------------------------------------

@@ -263,6 +263,9 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "imagecl simulate") -
                                   f"(strategies that do: {takes})")
         options["seeds"] = []
         for path in args.seeds_from:
+            if Path(path).exists() and Path(path).resolve() == Path(args.cache).resolve():
+                raise SimulationError(f"{path} is the CACHE replayed itself: seeds from it would hand the search "
+                                      "the recorded optimum; give files of other programs")
             seeds = [seed_for(problem, s) for s in seeds_from_files([path], args.seeds_per_file)]
             if not any(seeds):
                 raise SimulationError(f"{path}: shares no parameter (name and value kind) with {args.cache}, "
