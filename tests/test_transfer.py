@@ -169,6 +169,7 @@ def test_seeds_from_store_take_other_programs_on_this_device_only(tmp_path):
         _run("other-device", device="cpu"): [(cfg(128, 1, 1), 1e-9)],
         RunKey("hash-other-driver", "other-driver", "gpu", "driver 2", "512x512"): [(cfg(2, 64, 1), 1e-9)],
     })
+    store.add(_run("alpha"), Record(cfg(1, 2, 4), "wrong_output", 1e-9))  # timed, but wrong: not a seed
     with store:
         seeds = seeds_from_store(store, me)
         sources = transfer_sources(store, me, per_program=2)

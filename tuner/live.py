@@ -122,7 +122,8 @@ def transfer_sources(store: Store, run: RunKey, per_program: int = 3) -> list[tu
     for key in sorted(by_program):
         closest = min(by_program[key], key=lambda r: (_size_distance(r.problem_size, run.problem_size),
                                                       r.problem_size))
-        best = distinct_best(((r.config, r.time) for r in store.records(closest)), per_program)
+        records = ((r.config, r.time if r.status == "ok" else None) for r in store.records(closest))
+        best = distinct_best(records, per_program)
         if best:
             sources.append((closest, best))
     return sources
