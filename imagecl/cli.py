@@ -97,7 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="time the search's K fastest configurations again with 15 launches each and keep the "
                            "fastest (default 4; 0: keep the search's pick)")
     tune.add_argument("--db", help="results database (default: DIR/measurements.db); measurements of this program "
-                                   "on this device at other sizes in it train the model too")
+                                   "on this device at other sizes in it train the model too, and the best "
+                                   "configurations of other programs on this device are measured first")
+    tune.add_argument("--no-transfer", action="store_true",
+                      help="do not start from the best configurations of other programs tuned on this device "
+                           "in the database (by default the search measures them first)")
     tune.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
     tune.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
 
@@ -322,7 +326,7 @@ def _tune(args) -> int:
     from .export import export_tuned
     from .runtime.devices import select_device
     from .tuner.engine import MeasureOptions, Measurer
-    from .tuner.live import LiveProblem, confirm_best, prior_from_store, size_context
+    from .tuner.live import LiveProblem, confirm_best, prior_from_store, size_context, transfer_sources
     from .tuner.simulate import SimulationError, resolve_strategy
     from .tuner.store import Store
 
@@ -370,6 +374,14 @@ def _tune(args) -> int:
                 sizes = sorted({"x".join(f"{v:g}" for v in o.context.values()) for o in options["prior"]})
                 print(f"using {len(options['prior'])} measurements of other sizes ({', '.join(sizes)}) from {db}",
                       file=sys.stderr)
+        if "seeds" in inspect.signature(strategy).parameters and not args.no_transfer:
+            sources = transfer_sources(store, measurer.run)
+            options["seeds"] = [seed for _, seeds in sources for seed in seeds]
+            if sources:
+                names = ", ".join(sorted({run.program_name for run, _ in sources}))
+                plural = "s" if len(sources) != 1 else ""
+                print(f"starting from {len(options['seeds'])} configurations of {len(sources)} other program{plural} "
+                      f"tuned on this device ({names}) from {db}", file=sys.stderr)
         result = strategy(problem, args.budget, np.random.default_rng(args.seed), **options)
         if result.best_config is None:
             raise ImageCLError("no configuration could be measured successfully; see 'imagecl results --db "
@@ -430,8 +442,13 @@ def _simulate(args) -> int:
 
     rest = list(args.rest)
     with tempfile.TemporaryDirectory(prefix="imagecl-replay-") as scratch:
-        if rest and not rest[0].startswith("-") and _is_sqlite(rest[0]):
-            rest[0] = _db_to_cache(rest[0], Path(scratch) / "replay.json")
+        converted: dict[Path, str] = {}  # the CACHE and --seeds-from files that are our databases
+        for i, item in enumerate(rest):
+            if not item.startswith("-") and _is_sqlite(item):
+                source = Path(item).resolve()
+                if source not in converted:
+                    converted[source] = _db_to_cache(item, Path(scratch) / f"replay-{len(converted)}.json")
+                rest[i] = converted[source]
         try:
             return simulate_main(rest)
         except SimulationError as exc:

@@ -1,6 +1,7 @@
 """A tuning problem measured live on a device: the bridge from the strategies to the engine."""
 from __future__ import annotations
 
+import math
 from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -9,7 +10,7 @@ from ..errors import ConfigError
 from .engine import Measurer
 from .problem import Parameter, Problem
 from .store import RunKey, Store, canonical_config
-from .strategies import Observation
+from .strategies import Observation, distinct_best
 
 
 class LiveProblem(Problem):
@@ -100,3 +101,48 @@ def prior_from_store(store: Store, run: RunKey) -> list[Observation]:
             continue
         prior.extend(Observation(r.config, r.time, context) for r in store.records(other))
     return prior
+
+
+def transfer_sources(store: Store, run: RunKey, per_program: int = 3) -> list[tuple[RunKey, list[dict]]]:
+    """For every other program measured in `store` on the device and driver of `run`: the run
+    its seeds come from and its `per_program` fastest mutually distinct configurations
+    (`distinct_best`), program by program in the order of their names (then hashes).
+
+    Other programs are those with another program_hash (so an edited program counts as another
+    one; the same program at other sizes is `prior_from_store`'s). Of a program measured at
+    several sizes, the size closest to this run's is used (`_size_distance`), not a pool of
+    all: a small image runs faster with every configuration, so pooled times would rank the
+    configurations of the smallest size first, whatever they are worth at this one.
+    """
+    by_program: dict[tuple[str, str], list[RunKey]] = {}
+    for other in store.runs():
+        if other.program_hash != run.program_hash and (other.device, other.driver) == (run.device, run.driver):
+            by_program.setdefault((other.program_name, other.program_hash), []).append(other)
+    sources = []
+    for key in sorted(by_program):
+        closest = min(by_program[key], key=lambda r: (_size_distance(r.problem_size, run.problem_size),
+                                                      r.problem_size))
+        records = ((r.config, r.time if r.status == "ok" else None) for r in store.records(closest))
+        best = distinct_best(records, per_program)
+        if best:
+            sources.append((closest, best))
+    return sources
+
+
+def seeds_from_store(store: Store, run: RunKey, per_program: int = 3) -> list[dict]:
+    """Starting configurations for tuning `run` from what other programs measured on the same
+    device (OmniTune-style shared data): the best configurations of other programs share the
+    work-group shape, pixels per thread or input memory that suit this device. See
+    `transfer_sources` for which are taken; program by program, in a stable order."""
+    return [seed for _, seeds in transfer_sources(store, run, per_program) for seed in seeds]
+
+
+def _size_distance(a: str, b: str) -> float:
+    """How far apart two problem sizes are: the sum over dimensions of |log(a_i / b_i)|, the
+    log ratio of their element counts when the dimensions differ, inf if either is no size."""
+    sa, sb = size_context(a), size_context(b)
+    if not sa or not sb or any(v <= 0 for v in (*sa.values(), *sb.values())):
+        return math.inf
+    if len(sa) == len(sb):
+        return sum(abs(math.log(x / y)) for x, y in zip(sa.values(), sb.values()))
+    return abs(math.log(math.prod(sa.values()) / math.prod(sb.values())))

@@ -3,8 +3,11 @@
 `simulate` runs one strategy `repeats` times on fresh copies of a problem, each with its own
 random stream, and reports the best time found and the measurements spent per run, plus a
 summary (slowdown relative to the recorded optimum when it is known). `main` is the command
-line: ``simulate CACHE [--strategy NAME] [--max-evals N] [--repeats R] [--seed S] [--json]``,
-where CACHE is a Kernel Tuner cache file or a T4 results file (told apart by content).
+line: ``simulate CACHE [--strategy NAME] [--max-evals N] [--repeats R] [--seed S] [--json]
+[--seeds-from CACHE ...]``, where CACHE is a Kernel Tuner cache file or a T4 results file (told
+apart by content). `--seeds-from` replays transfer from other programs tuned on the same device
+(what `imagecl tune` does with a shared database): their best configurations are the `seeds`
+option of the strategies that take it (`seeds_from_files`).
 
 Mistakes in what the user gave (missing or malformed file, unknown strategy or option, bad
 numbers) raise `SimulationError`, a ValueError with a message meant for the user.
@@ -24,7 +27,7 @@ import numpy as np
 from ..errors import suggestion_suffix
 from .formats import FormatError, read_measurements
 from .problem import Problem, ReplayProblem
-from .strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy, get_strategy
+from .strategies import DEFAULT_STRATEGY, STRATEGIES, Strategy, distinct_best, get_strategy
 
 
 class SimulationError(ValueError):
@@ -42,6 +45,40 @@ def load_problem(path: Union[str, Path]) -> ReplayProblem:
     if all(t is None for t in records.values()):
         raise SimulationError(f"{path}: every recorded configuration failed; there is nothing to find")
     return ReplayProblem(parameters, records)
+
+
+def seeds_from_files(paths: Sequence[Union[str, Path]], per_file: int = 3) -> list[dict[str, Any]]:
+    """The `per_file` fastest mutually distinct configurations (`distinct_best`) of each recorded
+    file, file by file, as {name: value} with the values as recorded (labels where the file used
+    non-integer values: `seed_for` maps them onto another problem's parameters)."""
+    if isinstance(per_file, bool) or not isinstance(per_file, (int, np.integer)) or per_file < 1:
+        raise SimulationError(f"--seeds-per-file must be a positive integer, got {per_file!r}")
+    seeds: list[dict[str, Any]] = []
+    for path in paths:
+        if not Path(path).exists():
+            raise SimulationError(f"{path}: no such file")
+        problem = load_problem(path)
+        records = [(problem.config(key), time) for key, time in problem.records.items()]
+        for config in distinct_best(records, int(per_file)):
+            seeds.append({p.name: p.label(config[p.name]) for p in problem.parameters})
+    return seeds
+
+
+def seed_for(problem: Problem, seed: Mapping[str, Any]) -> dict[str, int]:
+    """A seed's values as `problem`'s integers: a parameter with labels takes the position of the
+    seed's value among them (left out when it has no such label); one without labels keeps
+    integer values (non-integers left out). Names `problem` does not have are left out."""
+    out: dict[str, int] = {}
+    for p in problem.parameters:
+        if p.name not in seed:
+            continue
+        value = seed[p.name]
+        if p.labels is not None:
+            if value in p.labels:
+                out[p.name] = p.values[p.labels.index(value)]
+        elif isinstance(value, (int, np.integer)) or (isinstance(value, float) and value.is_integer()):
+            out[p.name] = int(value)
+    return out
 
 
 def resolve_strategy(strategy: Union[str, Strategy]) -> tuple[str, Strategy]:
@@ -68,7 +105,8 @@ def check_options(name: str, fn: Strategy, options: Mapping[str, Any]) -> None:
         default = params[key].default
         if default is inspect.Parameter.empty or default is None:
             continue
-        number = (int, float) if isinstance(default, float) else type(default)
+        number = (int, float) if isinstance(default, float) else (list, tuple) if isinstance(default, tuple) \
+            else type(default)
         if isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, number):
             raise SimulationError(f"option '{key}' of strategy '{name}' takes {type(default).__name__} values "
                                   f"like {default!r}, got {value!r}")
@@ -94,6 +132,11 @@ def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: U
     name, fn = resolve_strategy(strategy)
     options = dict(options or {})
     check_options(name, fn, options)
+    seeds = options.get("seeds")
+    if seeds is not None and (isinstance(seeds, (str, bytes, Mapping))
+                              or not all(isinstance(x, Mapping) for x in seeds)):
+        raise SimulationError(f"option 'seeds' of strategy '{name}' takes a list of {{name: value}} "
+                              f"configurations, got {seeds!r}")
     factory = problem_factory if callable(problem_factory) and not isinstance(problem_factory, Problem) \
         else (lambda: problem_factory)
     first = factory()
@@ -122,12 +165,17 @@ def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: U
                                f"{spent - before}")  # a bug in the strategy, not user input
         run: dict[str, Any] = {"best_time": result.best_time, "evaluations": result.evaluations,
                                "best_config": _labelled(problem, result.best_config)}
+        if "seeded" in result.info:
+            run["seeded"] = result.info["seeded"]
         if optimum is not None and result.best_time is not None:
             run["slowdown"] = result.best_time / optimum
         runs.append(run)
-    return {"strategy": name, "max_evals": int(max_evals), "seed": int(seed), "options": options,
-            "space_size": space, "valid": _valid_count(first), "optimum": optimum, "repeats": runs,
-            **summarise(runs, optimum, space)}
+    report = {"strategy": name, "max_evals": int(max_evals), "seed": int(seed), "options": options,
+              "space_size": space, "valid": _valid_count(first), "optimum": optimum, "repeats": runs,
+              **summarise(runs, optimum, space)}
+    if seeds is not None:  # how many distinct valid configurations the seeds gave, measured first
+        report["mean_seeded"] = statistics.fmean(r.get("seeded", 0) for r in runs)
+    return report
 
 
 def _valid_count(problem: Problem) -> Optional[int]:
@@ -186,6 +234,13 @@ def build_parser(prog: str = "imagecl simulate") -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                    help="strategy option, e.g. -o threshold=0.1 (JSON values); repeatable")
+    p.add_argument("--seeds-from", nargs="+", default=[], metavar="CACHE",
+                   help="recorded files of other programs on the same device: their best configurations are "
+                        "measured first (the strategy's seeds option, as imagecl tune does with a shared database; "
+                        "hybrid and ml)")
+    p.add_argument("--seeds-per-file", type=int, default=3, metavar="N",
+                   help="configurations taken from each --seeds-from file: its N fastest that differ from each "
+                        "other in at least 2 parameters (default: 3)")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     return p
 
@@ -197,8 +252,30 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "imagecl simulate") -
         raise SimulationError(f"{args.cache}: no such file")
     name, _ = resolve_strategy(args.strategy)
     options = dict(_option(o) for o in args.option)
-    report = simulate(load_problem(args.cache), name, args.max_evals, args.repeats, args.seed, options)
+    problem = load_problem(args.cache)
+    if args.seeds_from:
+        if "seeds" in options:
+            raise SimulationError("give seeds either with --seeds-from or with -o seeds=..., not both")
+        _, fn = resolve_strategy(name)
+        if "seeds" not in inspect.signature(fn).parameters:
+            takes = ", ".join(n for n, f in STRATEGIES.items() if "seeds" in inspect.signature(f).parameters)
+            raise SimulationError(f"strategy '{name}' does not start from seeds, so --seeds-from has no use with it "
+                                  f"(strategies that do: {takes})")
+        options["seeds"] = []
+        for path in args.seeds_from:
+            if Path(path).exists() and Path(path).resolve() == Path(args.cache).resolve():
+                raise SimulationError(f"{path} is the CACHE replayed itself: seeds from it would hand the search "
+                                      "the recorded optimum; give files of other programs")
+            seeds = [seed_for(problem, s) for s in seeds_from_files([path], args.seeds_per_file)]
+            if not any(seeds):
+                raise SimulationError(f"{path}: shares no parameter (name and value kind) with {args.cache}, "
+                                      "so its configurations say nothing about it")
+            options["seeds"].extend(seeds)
+    report = simulate(problem, name, args.max_evals, args.repeats, args.seed, options)
     report["cache"] = str(args.cache)
+    if args.seeds_from:
+        report["seeds_from"] = [str(p) for p in args.seeds_from]
+        report["seeds_offered"] = len(options["seeds"])
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -221,6 +298,10 @@ def format_report(report: Mapping[str, Any]) -> str:
     frac = report.get("fraction_measured")
     lines.append(f"  measurements: mean {report['mean_evaluations']:.1f}"
                  + (f" ({frac:.2%} of the space)" if frac is not None else ""))
+    if report.get("mean_seeded") is not None:
+        offered = report.get("seeds_offered", len(report["options"].get("seeds", ())))
+        lines.append(f"  seeds: {offered} configurations given, {report['mean_seeded']:.1f} measured first per run"
+                     + (f" (from {', '.join(report['seeds_from'])})" if report.get("seeds_from") else ""))
     if report.get("failed_runs"):
         lines.append(f"  {report['failed_runs']} runs found no valid configuration")
     return "\n".join(lines)
@@ -234,4 +315,5 @@ if __name__ == "__main__":  # python -m imagecl.tuner.simulate
         sys.exit(2)
 
 
-__all__ = ["SimulationError", "simulate", "load_problem", "main", "build_parser", "format_report"]
+__all__ = ["SimulationError", "simulate", "load_problem", "seeds_from_files", "seed_for", "main", "build_parser",
+           "format_report"]

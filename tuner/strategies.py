@@ -193,6 +193,34 @@ def _seed_rows(problem: Problem, seeds: Sequence[Mapping[str, Any]], rng: np.ran
     return _distinct(problem, np.array(rows, dtype=np.int64))
 
 
+def distinct_best(records: Iterable[tuple[Mapping[str, Any], Optional[float]]], n: int,
+                  min_distance: int = 2) -> list[dict[str, int]]:
+    """The `n` fastest successful configurations of `records` ((config, seconds or None) pairs),
+    each differing from every one chosen before it in at least `min_distance` parameters.
+
+    Meant as seeds for `_seed_rows`: the best configurations of a space are often one
+    configuration and its neighbours (the same but for the unroll factor), and seeding a search
+    with three of those costs three measurements to learn one thing. Parameters are compared on
+    the union of the two configurations' names (a name only one of them has counts as a
+    difference). Failures (None, zero, negative, NaN times) are skipped; ties keep the order of
+    `records`.
+    """
+    ok = [(float(t), i, dict(c)) for i, (c, t) in enumerate(records)
+          if t is not None and math.isfinite(float(t)) and float(t) > 0]
+    chosen: list[dict[str, int]] = []
+    for _, _, config in sorted(ok, key=lambda x: (x[0], x[1])):
+        if len(chosen) >= n:
+            break
+        if all(_distance(config, c) >= min_distance for c in chosen):
+            chosen.append({k: int(v) for k, v in config.items()})
+    return chosen
+
+
+def _distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
+    missing = object()
+    return sum(a.get(k, missing) != b.get(k, missing) for k in set(a) | set(b))
+
+
 def _nearest(values: Sequence[int], value: Any) -> int:
     value = int(value)
     return min(values, key=lambda v: (abs(int(v) - value), int(v)))
@@ -586,6 +614,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
                 break
             session.measure(extra[0])
         info["stage1"] = session.evaluations
+        info["seeded"] = len(seeded)
         if session.best_time is None or session.remaining <= 0:
             return session.result(**info, stage2=0)
 
@@ -785,5 +814,5 @@ def get_strategy(name: str) -> Strategy:
     raise ValueError(f"unknown strategy '{name}'{hint} (known: {', '.join(STRATEGIES)})")
 
 
-__all__ = ["Result", "Session", "BudgetExhausted", "Observation", "exhaustive", "random_search",
+__all__ = ["Result", "Session", "BudgetExhausted", "Observation", "distinct_best", "exhaustive", "random_search",
            "simulated_annealing", "particle_swarm", "ml", "hybrid", "STRATEGIES", "DEFAULT_STRATEGY", "get_strategy"]
