@@ -9,8 +9,12 @@ a gzipped Kernel Tuner cache file); `benchmarks/evaluate_tuners.py` then replays
 strategies on it (`imagecl simulate` does the same for one strategy). `--variant cpu` uses
 problem sizes and subspaces sized for a 16-core CPU (launches of about 1-20 ms), `--variant
 large` the GPU spaces with the fast-path passes (10,000 to 15,000 configurations), `--variant
-cpu-fast` CPU sobel with them. Source groups are measured in random order, so a pass stopped
-by `--deadline` leaves a uniform sample of them. `--refine F` times every configuration within a
+cpu-fast` CPU sobel with them, `--variant cpu-large` the three CPU spaces with them (4,000 to
+4,750 configurations). Source groups are measured in random order, so a pass stopped
+by `--deadline` leaves a uniform sample of them. `--chunk N` warms up and times about N
+configurations at a time; a pass stopped by its deadline then goes on, when run again with the
+same `--out`, where it stopped (what the database holds is neither warmed up nor measured again),
+so a space larger than one command's time limit is measured over several commands. `--refine F` times every configuration within a
 factor F of the best again with `--refine-repeats` more launches, in the same session (timings
 of one configuration drift between sessions on a CPU by more than the differences at the top).
 

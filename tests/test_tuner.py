@@ -592,3 +592,21 @@ def test_evaluate_tuners_runs_and_updates_one_strategy(tmp_path, capsys):
     assert search["random"] != entry["search"][0]  # run again (3 repeats instead of 2)
     assert second["spaces"][0]["models"] == entry["models"] and "updated" in second
     assert "| hybrid |" in (tmp_path / "b" / "tuners.md").read_text()
+
+
+def test_ground_truth_pass_goes_on_where_an_earlier_one_stopped(tmp_path):
+    """benchmarks/ground_truth.py on PoCL: a second pass with the same --out measures only what the
+    first left out (--chunk passes resume), and the report and export cover both."""
+    ground = _benchmark_module("ground_truth")
+    common = ["--device", "cpu", "--variant", "cpu-large", "--benchmark", "sobel", "--warm-up", "0",
+              "--chunk", "2", "--out", str(tmp_path)]
+    assert ground.main(common + ["--limit", "2"]) == 0
+    first = json.loads((tmp_path / "ground-sobel-cpu.json").read_text())
+    assert (first["configs"], first["measured"], first["measured_now"], first["passes"]) == (2, 2, 2, 1)
+    assert ground.main(common + ["--limit", "4"]) == 0
+    second = json.loads((tmp_path / "ground-sobel-cpu.json").read_text())
+    assert (second["configs"], second["measured"], second["measured_now"], second["passes"]) == (4, 4, 2, 2)
+    assert second["complete"] and second["seconds"] >= first["seconds"]
+    parameters, records = formats.read_measurements(tmp_path / "ground-sobel-cpu.kt.json.gz")
+    assert len(records) == 4 and all(t is not None for t in records.values())
+    assert min(records.values()) * 1e3 == pytest.approx(second["best_ms"])
