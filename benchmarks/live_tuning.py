@@ -2,6 +2,11 @@
 
     python benchmarks/live_tuning.py --device gpu --out DIR   (the first NVIDIA device)
     python benchmarks/live_tuning.py --device cpu --out DIR   (PoCL)
+    python benchmarks/live_tuning.py --device gpu-transfer --out DIR
+
+`--device gpu-transfer` tunes sobel and bilateral into one database, then convolution with their
+best configurations as its first measurements (transfer seeds) and without (cold), three times
+each with different random streams, in the same session.
 
 For each case, `imagecl tune` searches the program's WHOLE space (millions of configurations
 for convolution; the ground truths cover subspaces of it) with the default tuner and a budget of
@@ -27,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 
-# (name, program, size, budget, ground truth whose best is measured alongside, database group)
+# (name, program, size, budget, ground truth whose best is measured alongside, database group[, tune options])
 CASES = {
     "gpu": [("convolution9", "convolution9.icl", "4096x4096", 100, "ground-convolution9-gpu-large", None),
             ("sobel cold", "sobel.icl", "4096x4096", 60, "ground-sobel-gpu-large", None),
@@ -35,9 +40,18 @@ CASES = {
             ("sobel with 2048's data", "sobel.icl", "4096x4096", 60, "ground-sobel-gpu-large", "sizes")],
     "cpu": [("sobel", "sobel.icl", "2048x2048", 40, "ground-sobel-cpu", None),
             ("convolution9", "convolution9.icl", "1024x1024", 40, "ground-convolution9-cpu", None)],
+    # transfer: sobel and bilateral tuned into one database, then convolution starts from their
+    # best configurations; three random streams with and without, in the same session
+    "gpu-transfer": [("sobel (shared database)", "sobel.icl", "4096x4096", 60, None, "shared"),
+                     ("bilateral (shared database)", "bilateral.icl", "256x128x128", 60, None, "shared")]
+    + [(f"convolution9 {kind} seed {seed}", "convolution9.icl", "4096x4096", 100, "ground-convolution9-gpu-large",
+        "shared" if kind == "transfer" else None, ("--seed", str(seed)))
+       for seed in (0, 1, 2) for kind in ("transfer", "cold")],
     # plumbing check on any machine: tiny sizes and budgets, no claim
     "smoke": [("sobel 128 (first size)", "sobel.icl", "128x128", 5, None, "sizes"),
-              ("sobel with 128's data", "sobel.icl", "256x256", 5, "ground-sobel-cpu", "sizes")],
+              ("sobel with 128's data", "sobel.icl", "256x256", 5, "ground-sobel-cpu", "sizes"),
+              ("bilateral (shared database)", "bilateral.icl", "16x8x8", 4, None, "sizes"),
+              ("sobel with bilateral's best", "sobel.icl", "128x128", 5, None, "sizes", ("--seed", "1"))],
 }
 
 
@@ -73,18 +87,19 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per tuning run")
     args = parser.parse_args(argv)
-    device = {"gpu": "nvidia", "cpu": "cpu", "smoke": None}[args.device]
+    device = {"gpu": "nvidia", "gpu-transfer": "nvidia", "cpu": "cpu", "smoke": None}[args.device]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for name, program, size, budget, truth, group in CASES[args.device]:
+    for name, program, size, budget, truth, group, *extra in CASES[args.device]:
+        options = list(extra[0]) if extra else []
         tag = name.split()[0] + "-" + size
         db = out / (f"live-{group}.db" if group else f"live-{tag}-{len(rows)}.db")
         start = time.time()
         try:
             done = _cli("tune", str(ROOT / "examples" / program), "--size", size, *_device_option(device),
                         "--budget", str(budget), "--db", str(db), "-o", str(out / f"live-{tag}-{len(rows)}"),
-                        timeout=args.timeout)
+                        *options, timeout=args.timeout)
         except subprocess.TimeoutExpired:
             rows.append({"case": name, "error": f"no result within {args.timeout:.0f} s"})
             print(json.dumps(rows[-1]), flush=True)
@@ -96,7 +111,7 @@ def main(argv=None) -> int:
             stem = Path(program).stem
             description = json.loads((out / f"live-{tag}-{len(rows)}" / f"{stem}.json").read_text())
             row.update(tuned_seconds=description["measured_seconds"], configuration=description["configuration"],
-                       log=[line for line in done.stderr.splitlines() if line.startswith(("using", "confirmed"))]
+                       log=[line for line in done.stderr.splitlines() if line.startswith(("using", "confirmed", "starting from"))]
                        + done.stdout.splitlines()[:1])
             if truth:
                 row["ground_truth_best"] = _best_of_ground_truth(truth, device, size, out, args.timeout)
@@ -105,9 +120,14 @@ def main(argv=None) -> int:
                     row["tuned_over_ground_truth_best"] = row["tuned_seconds"] / best
         rows.append(row)
         print(json.dumps(row), flush=True)
-    report = {"device": args.device, "date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "cases": rows}
-    (out / f"live-{args.device}.json").write_text(json.dumps(report, indent=1))
+        _write_report(out, args.device, rows)  # after every case: a run cut short keeps what it has
+    _write_report(out, args.device, rows)
     return 0
+
+
+def _write_report(out: Path, device: str, rows: list) -> None:
+    report = {"device": device, "date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "cases": rows}
+    (out / f"live-{device}.json").write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":
