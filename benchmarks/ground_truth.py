@@ -14,9 +14,10 @@ cpu-fast` CPU sobel with them, `--variant cpu-large` the three CPU spaces with t
 by `--deadline` leaves a uniform sample of them. `--chunk N` warms up and times about N
 configurations at a time; a pass stopped by its deadline then goes on, when run again with the
 same `--out`, where it stopped (what the database holds is neither warmed up nor measured again),
-so a space larger than one command's time limit is measured over several commands. `--refine F` times every configuration within a
-factor F of the best again with `--refine-repeats` more launches, in the same session (timings
-of one configuration drift between sessions on a CPU by more than the differences at the top).
+so a space larger than one command's time limit is measured over several commands. `--refine F`
+times every configuration within a factor F of the best again with `--refine-repeats` more
+launches, in the same session (timings of one configuration drift between sessions on a CPU by
+more than the differences at the top).
 
 On PoCL (CPU) the first launch of a kernel with a new local size compiles a work-group function
 (about a second), which dominates a sequential pass. `--warm-up N` (default: one process per

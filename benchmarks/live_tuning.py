@@ -111,8 +111,8 @@ def main(argv=None) -> int:
             stem = Path(program).stem
             description = json.loads((out / f"live-{tag}-{len(rows)}" / f"{stem}.json").read_text())
             row.update(tuned_seconds=description["measured_seconds"], configuration=description["configuration"],
-                       log=[line for line in done.stderr.splitlines() if line.startswith(("using", "confirmed", "starting from"))]
-                       + done.stdout.splitlines()[:1])
+                       log=[line for line in done.stderr.splitlines()
+                            if line.startswith(("using", "confirmed", "starting from"))] + done.stdout.splitlines()[:1])
             if truth:
                 row["ground_truth_best"] = _best_of_ground_truth(truth, device, size, out, args.timeout)
                 best = row["ground_truth_best"].get("seconds")

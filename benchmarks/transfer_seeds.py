@@ -41,7 +41,7 @@ def evaluate(files: list[str], fractions: list[float], repeats: int, per_file: i
                    "seeds_from": [_name(f) for f in others], "seeds": len(seeds)}
             for label, options in (("plain", {}), ("seeded", {"seeds": seeds})):
                 started = time.time()
-                report = simulate(load_problem(target), strategy, budget, repeats, seed, options)
+                report = simulate(problem, strategy, budget, repeats, seed, options)  # loaded once: read-only
                 row[label] = {k: report[k] for k in ("mean_slowdown", "max_slowdown", "found_optimum",
                                                      "mean_evaluations")}
                 row[label]["slowdowns"] = [r.get("slowdown") for r in report["repeats"]]

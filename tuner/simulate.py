@@ -250,13 +250,12 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "imagecl simulate") -
     args = build_parser(prog).parse_args(list(sys.argv[1:] if argv is None else argv))
     if not Path(args.cache).exists():
         raise SimulationError(f"{args.cache}: no such file")
-    name, _ = resolve_strategy(args.strategy)
+    name, fn = resolve_strategy(args.strategy)
     options = dict(_option(o) for o in args.option)
     problem = load_problem(args.cache)
     if args.seeds_from:
         if "seeds" in options:
             raise SimulationError("give seeds either with --seeds-from or with -o seeds=..., not both")
-        _, fn = resolve_strategy(name)
         if "seeds" not in inspect.signature(fn).parameters:
             takes = ", ".join(n for n, f in STRATEGIES.items() if "seeds" in inspect.signature(f).parameters)
             raise SimulationError(f"strategy '{name}' does not start from seeds, so --seeds-from has no use with it "

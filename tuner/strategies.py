@@ -86,6 +86,10 @@ class Session:
     def known(self, key: Key) -> bool:
         return key in self.times
 
+    def measured_index(self) -> np.ndarray:
+        """The measured configurations as indices into the problem's product space."""
+        return self.problem.index(np.array(list(self.times), dtype=np.int64))
+
     def measure(self, row: Iterable[int]) -> Optional[float]:
         key = tuple(int(v) for v in row)
         if key in self.times:
@@ -119,8 +123,7 @@ def _unmeasured_sample(problem: Problem, session: Session, rng: np.random.Genera
             return np.array(fresh[:n])
     matrix = problem.candidate_matrix()
     if matrix is not None and session.times:
-        measured = problem.index(np.array(list(session.times), dtype=np.int64))
-        fresh = matrix[~np.isin(problem.index(matrix), measured)]
+        fresh = matrix[~np.isin(problem.index(matrix), session.measured_index())]
         if len(fresh):
             return fresh[rng.choice(len(fresh), size=min(n, len(fresh)), replace=False)]
     return np.zeros((0, len(problem.parameters)), np.int64)
@@ -515,8 +518,7 @@ class _Ranker:
             pool = self.problem.sample_matrix(self.limit, self.rng)
             if best_rows is not None and len(best_rows):
                 pool = _distinct(self.problem, np.concatenate([pool, _neighbour_pool(self.problem, best_rows)]))
-        measured = self.problem.index(np.array(list(session.times), dtype=np.int64))
-        pool = pool[~np.isin(self.problem.index(pool), np.concatenate([measured, self.known]))]
+        pool = pool[~np.isin(self.problem.index(pool), np.concatenate([session.measured_index(), self.known]))]
         mean, std = model.predict(self._features(pool))
         order = np.argsort(mean, kind="stable")
         return pool[order], mean[order], std[order]
@@ -677,7 +679,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
 
 def _neighbour_candidates(problem: Problem, session: Session, rows: np.ndarray, radius: int) -> np.ndarray:
     """Unmeasured (repaired) neighbours of the first of `rows` that has any; [] if none has."""
-    measured = problem.index(np.array(list(session.times), dtype=np.int64))
+    measured = session.measured_index()
     for row in rows:  # the best's neighbours first; further ones only when those are used up
         pool = _repaired_neighbours(problem, row)
         for _ in range(radius - 1):
