@@ -16,8 +16,9 @@ configurations at a time; a pass stopped by its deadline then goes on, when run 
 same `--out`, where it stopped (what the database holds is neither warmed up nor measured again),
 so a space larger than one command's time limit is measured over several commands. `--refine F`
 times every configuration within a factor F of the best again with `--refine-repeats` more
-launches, in the same session (timings of one configuration drift between sessions on a CPU by
-more than the differences at the top).
+launches in `--refine-rounds` rounds that take them in turn, in the same session (timings of one
+configuration drift between sessions on a CPU by more than the differences at the top, and
+within a session by 5% or more between two series of launches: benchmarks/timing_noise.py).
 
 On PoCL (CPU) the first launch of a kernel with a new local size compiles a work-group function
 (about a second), which dominates a sequential pass. `--warm-up N` (default: one process per
@@ -231,6 +232,8 @@ def main(argv=None) -> int:
                              "--refine-repeats more launches (the median of all is stored): the order of the "
                              "top, which decides a tuner's slowdown, is then not a draw of launch noise")
     parser.add_argument("--refine-repeats", type=int, default=15)
+    parser.add_argument("--refine-rounds", type=int, default=5,
+                        help="rounds the refined configurations take in turn (Measurer.retime)")
     parser.add_argument("--suffix", default="", help="appended to the output names (ground-NAME-DEVICE-SUFFIX)")
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args(argv)
@@ -276,8 +279,9 @@ def main(argv=None) -> int:
                 t = time.time()
                 best = min(r.time for r in ok)
                 top = [r.config for r in ok if r.time <= args.refine * best]
-                updated = measurer.retime(top, args.refine_repeats)  # by the same keys as `stored`
-                refined = {"factor": args.refine, "repeats": args.refine_repeats, "configs": len(updated),
+                updated = measurer.retime(top, args.refine_repeats, args.refine_rounds)  # keys as in `stored`
+                refined = {"factor": args.refine, "repeats": args.refine_repeats, "rounds": args.refine_rounds,
+                           "configs": len(updated),
                            "seconds": time.time() - t, "best_before_ms": best * 1e3,
                            **_best_of({**stored, **updated}.values())}
             everything = _best_of(stored.values()) if any(r.time is not None for r in stored.values()) else {}

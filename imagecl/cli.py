@@ -94,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "pso or exhaustive")
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--confirm", type=int, default=4, metavar="K",
-                      help="time the search's K fastest configurations again with 15 launches each and keep the "
-                           "fastest (default 4; 0: keep the search's pick)")
+                      help="time the search's K fastest configurations again with 15 launches each, in 5 rounds "
+                           "that take them in turn, and keep the fastest (default 4; 0: keep the search's pick)")
     tune.add_argument("--db", help="results database (default: DIR/measurements.db); measurements of this program "
                                    "on this device at other sizes in it train the model too, and the best "
                                    "configurations of other programs on this device are measured first")
@@ -117,8 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="hybrid (default, the best tuner), ml, random, annealing, pso or exhaustive")
     tk.add_argument("--seed", type=int, default=0)
     tk.add_argument("--confirm", type=int, default=4, metavar="K",
-                    help="time the search's K fastest configurations again with 15 launches each and keep the "
-                         "fastest (default 4; 0: keep the search's pick)")
+                    help="time the search's K fastest configurations again with 15 launches each, in 5 rounds "
+                         "that take them in turn, and keep the fastest (default 4; 0: keep the search's pick)")
     tk.add_argument("--db", help="results database (default: DIR/measurements.db)")
     tk.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
     tk.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
@@ -393,7 +393,8 @@ def _tune(args) -> int:
     tuned.record(program.info.unit.source, device, best, shape, best_time)
     naive_time = naive.best_time
     if confirmed["confirmed"]:
-        print(f"confirmed: the {confirmed['confirmed']} fastest timed again with 15 launches each "
+        print(f"confirmed: the {confirmed['confirmed']} fastest timed again with 15 launches each, in 5 rounds "
+              "that take them in turn "
               f"(the search's best: {confirmed['search_best_seconds'] * 1e3:.4f} ms)", file=sys.stderr)
     print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements"
           + (f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / best_time:.2f}x)"

@@ -16,7 +16,7 @@ import pytest
 import imagecl
 from imagecl.runtime.session import outputs_match
 from imagecl.tuner.buildcache import BuildCache, build_key
-from imagecl.tuner.engine import MeasureOptions, measure
+from imagecl.tuner.engine import MeasureOptions, Measurer, interleaved_rounds, measure
 from imagecl.tuner.store import Store
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -68,6 +68,37 @@ def test_measures_verifies_and_resumes(tmp_path, cache_dir):
     with Store(db) as store:
         again = measure(prog, args, configs, store)
     assert again.measured == 0 and again.skipped == 5
+
+
+def test_retiming_rounds_take_the_contenders_in_turn_forward_then_backward():
+    assert interleaved_rounds(3, 7, 3) == [(0, 3), (1, 3), (2, 3), (2, 2), (1, 2), (0, 2), (0, 2), (1, 2), (2, 2)]
+    assert interleaved_rounds(2, 2, 5) == [(0, 1), (1, 1), (1, 1), (0, 1)]  # never a round without a launch
+    assert interleaved_rounds(4, 15, 1) == [(i, 15) for i in range(4)]  # one round: one contender after another
+    for count, repeats, rounds in [(1, 15, 5), (3, 7, 3), (5, 4, 9)]:
+        plan = interleaved_rounds(count, repeats, rounds)
+        assert [sum(n for g, n in plan if g == i) for i in range(count)] == [repeats] * count
+
+
+def test_retime_adds_launches_in_rounds_and_keeps_the_median_of_all(tmp_path, cache_dir):
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    args = {"input": np.random.default_rng(0).random((24, 40), dtype=np.float32)}
+    configs = prog.space_for(problem_shape=(24, 40)).random(3, seed=5)
+    with Store(tmp_path / "r.db") as store, Measurer(prog, args, store) as measurer:
+        measurer.measure(configs)
+        before = measurer.stored()
+        updated = measurer.retime(configs[:2], repeats=20, rounds=3)
+        after = measurer.stored()
+        with pytest.raises(ValueError, match="rounds"):
+            measurer.retime(configs[:2], repeats=20, rounds=0)
+        again = measurer.retime(configs[:2], repeats=20)  # timed at length already: not again
+        assert {k: r.times for k, r in again.items()} == {k: r.times for k, r in after.items() if k in updated}
+    assert len(updated) == 2
+    for key, record in updated.items():
+        assert len(before[key].times) < 20 and len(record.times) == len(before[key].times) + 20
+        assert record.time == pytest.approx(float(np.median(record.times)))
+        assert (after[key].time, after[key].times) == (record.time, record.times)
+    untouched = next(k for k in before if k not in updated)
+    assert after[untouched].times == before[untouched].times
 
 
 def test_watchdog_stops_a_hanging_kernel_and_the_run_goes_on(tmp_path, cache_dir):

@@ -224,14 +224,21 @@ class Measurer:
         summary.seconds = time.time() - start
         return summary
 
-    def retime(self, configs: list[dict], repeats: int = 15) -> dict[str, Record]:
+    def retime(self, configs: list[dict], repeats: int = 15, rounds: int = 5) -> dict[str, Record]:
         """Time stored, successful configurations again with `repeats` more launches each and store
         the median of all their launches: for the few contenders whose order decides the result,
         where the handful of launches of the search cannot tell apart differences of a few percent
-        on a noisy device. Configurations whose record already holds `repeats` launches are not timed
-        again. Returns the records of the configurations given, by canonical key (failures left out)."""
-        if repeats < 1:
-            raise ValueError(f"repeats must be >= 1, got {repeats}")
+        on a noisy device. The launches are spread over `rounds` rounds that take the contenders in
+        turn (forward, then backward): the load of a shared machine drifts over seconds, by 5% or
+        more between two consecutive series of launches of one configuration on the 16-core Xeon
+        (benchmarks/timing_noise.py), and timing one contender after the other would turn that
+        drift into an order. Configurations whose record already holds `repeats` launches are not
+        timed again. Returns the records of the configurations given, by canonical key (failures
+        left out)."""
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+            raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
         stored = self.stored()
         updated: dict[str, Record] = {}
         groups: dict[str, list[dict]] = {}
@@ -245,18 +252,39 @@ class Measurer:
                 updated[key] = old  # timed at length already (an earlier run's confirmation): not again
                 continue
             groups.setdefault(canonical_config(self.space.source_key(full)), []).append(full)
-        for group in groups.values():
-            for result in self.worker.measure_group(group, self.options.timeout, repeats=repeats):
+        launches: dict[str, list[float]] = {}
+        failed: set[str] = set()
+        order = list(groups.values())
+        for index, share in interleaved_rounds(len(order), repeats, rounds):
+            for result in self.worker.measure_group(order[index], self.options.timeout, repeats=share):
                 key = canonical_config(result["config"])
-                old = stored[key]
                 if result.get("time") is None:
-                    continue  # a contender that fails now (a flaky device) keeps what was measured
-                timing = Timing(list(old.times) + list(result.get("times", [])))
-                record = Record(old.config, old.status, timing.median, timing.times, timing.spread, old.error,
-                                old.verified, old.source_hash)
-                self.store.add(self.run, record)
-                updated[key] = record
+                    failed.add(key)  # a contender that fails now (a flaky device) keeps what was measured
+                else:
+                    launches.setdefault(key, []).extend(result.get("times", []))
+        for key, times in launches.items():
+            if key in failed:
+                continue
+            old = stored[key]
+            timing = Timing(list(old.times) + times)
+            record = Record(old.config, old.status, timing.median, timing.times, timing.spread, old.error,
+                            old.verified, old.source_hash)
+            self.store.add(self.run, record)
+            updated[key] = record
         return updated
+
+
+def interleaved_rounds(count: int, repeats: int, rounds: int) -> list[tuple[int, int]]:
+    """The order in which `retime` times `count` groups of contenders: (group, launches) pairs,
+    `rounds` rounds (at most one per launch) that take every group in turn, forward then backward
+    (so that a steady drift of the machine favours none), and `repeats` launches per group in all."""
+    rounds = min(rounds, repeats)
+    plan = []
+    for turn in range(rounds):
+        share = repeats // rounds + (turn < repeats % rounds)
+        groups = range(count) if turn % 2 == 0 else range(count - 1, -1, -1)
+        plan.extend((group, share) for group in groups)
+    return plan
 
 
 def measure(program, arguments: dict, configs: list[dict], store: Store, device: Any = None,
