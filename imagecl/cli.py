@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import sys
@@ -119,7 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     tk.add_argument("--confirm", type=int, default=4, metavar="K",
                     help="time the search's K fastest configurations again with 15 launches each, in 5 rounds "
                          "that take them in turn, and keep the fastest (default 4; 0: keep the search's pick)")
-    tk.add_argument("--db", help="results database (default: DIR/measurements.db)")
+    tk.add_argument("--db", help="results database (default: DIR/measurements.db); this kernel's measurements at "
+                                 "other global sizes in it train the model too, and the best configurations of "
+                                 "other kernels and programs on this device are measured first")
+    tk.add_argument("--no-transfer", action="store_true",
+                    help="do not start from the best configurations of other kernels and programs tuned on this "
+                         "device in the database")
     tk.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
     tk.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
 
@@ -326,7 +330,7 @@ def _tune(args) -> int:
     from .export import export_tuned
     from .runtime.devices import select_device
     from .tuner.engine import MeasureOptions, Measurer
-    from .tuner.live import LiveProblem, confirm_best, prior_from_store, size_context, transfer_sources
+    from .tuner.live import LiveProblem, confirm_best, size_context, store_messages, store_options
     from .tuner.simulate import SimulationError, resolve_strategy
     from .tuner.store import Store
 
@@ -367,21 +371,10 @@ def _tune(args) -> int:
             progress(min(live.measured, args.budget), args.budget, live)
 
         problem = LiveProblem(space, measurer, context=size_context(measurer.run.problem_size), on_measure=on_measure)
-        options = {}
-        if "prior" in inspect.signature(strategy).parameters:
-            options["prior"] = prior_from_store(store, measurer.run)
-            if options["prior"]:
-                sizes = sorted({"x".join(f"{v:g}" for v in o.context.values()) for o in options["prior"]})
-                print(f"using {len(options['prior'])} measurements of other sizes ({', '.join(sizes)}) from {db}",
-                      file=sys.stderr)
-        if "seeds" in inspect.signature(strategy).parameters and not args.no_transfer:
-            sources = transfer_sources(store, measurer.run)
-            options["seeds"] = [seed for _, seeds in sources for seed in seeds]
-            if sources:
-                names = ", ".join(sorted({run.program_name for run, _ in sources}))
-                plural = "s" if len(sources) != 1 else ""
-                print(f"starting from {len(options['seeds'])} configurations of {len(sources)} other program{plural} "
-                      f"tuned on this device ({names}) from {db}", file=sys.stderr)
+        taken = store_options(store, measurer.run, strategy, transfer=not args.no_transfer)
+        for line in store_messages(taken.info, db):
+            print(line, file=sys.stderr)
+        options = taken.options
         result = strategy(problem, args.budget, np.random.default_rng(args.seed), **options)
         if result.best_config is None:
             raise ImageCLError("no configuration could be measured successfully; see 'imagecl results --db "
@@ -409,6 +402,7 @@ def _tune_kernel(args) -> int:
     import runpy
 
     from .tuner.kernel import TunableKernel
+    from .tuner.live import store_messages
 
     _read_source(args.spec)
     try:
@@ -428,7 +422,9 @@ def _tune_kernel(args) -> int:
     if args.confirm < 0:
         raise ArgumentError("--confirm needs a number of configurations >= 0")
     result = kernel.tune(device=args.device, strategy=args.strategy, budget=args.budget, store=db, seed=args.seed,
-                         timeout=args.timeout, confirm=args.confirm)
+                         timeout=args.timeout, confirm=args.confirm, transfer=not args.no_transfer)
+    for line in store_messages(result.info, db):
+        print(line, file=sys.stderr)
     paths = result.save(out)
     print(f"best: {result.best_time * 1e3:.4f} ms after {result.evaluations} measurements ({result.statuses})")
     print(f"configuration: {json.dumps(result.best_config)}; global {result.global_size}, local {result.local_size}")

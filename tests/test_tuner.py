@@ -562,11 +562,18 @@ def test_prior_from_store_takes_other_sizes_of_the_same_program_and_device(tmp_p
         store.add(here, store_mod.Record({"wg_x": 8}, "ok", 1e-3, [1e-3]))
         store.add(other, store_mod.Record({"wg_x": 8}, "ok", 4e-3, [4e-3]))
         store.add(other, store_mod.Record({"wg_x": 16}, "build_error", None, error="x"))
+        store.add(other, store_mod.Record({"wg_x": 4}, "wrong_output", 1e-4, [1e-4]))  # timed, but no time to learn
         for run in unrelated:
             store.add(run, store_mod.Record({"wg_x": 32}, "ok", 9e-3, [9e-3]))
         prior = live.prior_from_store(store, here)
-    assert sorted((o.config["wg_x"], o.time) for o in prior) == [(8, 4e-3), (16, None)]
+        # hand-written kernels hash their sizes too ("family.instance"): the family is what must match
+        kernel_here = store_mod.RunKey("k1.aaaa", "scale", "gpu", "1.0", "48")
+        store.add(store_mod.RunKey("k1.bbbb", "scale", "gpu", "1.0", "96"), store_mod.Record({"wg_x": 2}, "ok", 2e-3))
+        store.add(store_mod.RunKey("k2.cccc", "scale", "gpu", "1.0", "96"), store_mod.Record({"wg_x": 1}, "ok", 1e-3))
+        kernel_prior = live.prior_from_store(store, kernel_here)
+    assert sorted((o.config["wg_x"], o.time) for o in prior) == [(4, None), (8, 4e-3), (16, None)]
     assert all(o.context == {"size_0": 128.0, "size_1": 64.0} for o in prior)
+    assert [(o.config, o.time, o.context) for o in kernel_prior] == [({"wg_x": 2}, 2e-3, {"size_0": 96.0})]
     assert live.size_context("64x32") == {"size_0": 64.0, "size_1": 32.0}
 
 

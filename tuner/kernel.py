@@ -101,8 +101,18 @@ class KernelTarget(Target):
         self.device = device
         self.verify = True  # False: variants are timed, not checked against the reference
         self.space = kernel._space(DeviceLimits.of(device))
-        self.run = RunKey(kernel.run_hash(), kernel.kernel_name, device.name.strip(), device.driver_version.strip(),
-                          "x".join(str(s) for s in kernel.rules.global_base))
+        # the family part lets measurements at other sizes train the model (live.prior_from_store) and keeps
+        # them out of the "other programs" whose best configurations seed a search (live.transfer_sources)
+        self.run = RunKey(f"{kernel.family_hash()}.{kernel.run_hash()}", kernel.kernel_name, device.name.strip(),
+                          device.driver_version.strip(), "x".join(str(s) for s in kernel.rules.global_base))
+
+    def unverified(self) -> None:
+        """Time variants without checking them, in a run of their own: an unverified measurement
+        must never pass for a verified one."""
+        self.verify = False
+        family, instance = self.run.program_hash.split(".", 1)
+        self.run = dataclasses.replace(self.run, program_hash=f"{text_hash(family + ':unverified')}."
+                                                              f"{text_hash(instance + ':unverified')}")
 
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
         return build_input(self.kernel.source, self.kernel.build_options, self.kernel._defines(), config)
@@ -453,6 +463,17 @@ class TunableKernel:
                                      "reference": self._reference_hash(), "tolerance": self.tolerance},
                                     default=str))
 
+    def family_hash(self) -> str:
+        """What stays the same when only the problem's size changes: the source, options and
+        launch rules, the arguments' kinds and types (not the global size, the arrays' shapes, the
+        scalars' values or the reference's data, which follow the size) and the tolerance."""
+        args = [{"kind": a["kind"], "role": a.get("role"),
+                 "dtype": str(a["data"].dtype if a["kind"] == "array" else a["value"].dtype)}
+                for a in self._arguments or []]
+        return text_hash(json.dumps({"source": self.source, "kernel": self.kernel_name, "options": self.build_options,
+                                     "defines": self._defines(), "local": self.rules.local_base,
+                                     "ops": self.rules.ops, "args": args, "tolerance": self.tolerance}, default=str))
+
     # ---- tuning ------------------------------------------------------------------------------------
     def target(self, device: Any = None) -> KernelTarget:
         """This kernel on a device, for the measurement engine (engine.Measurer)."""
@@ -466,14 +487,22 @@ class TunableKernel:
              store: Union[str, os.PathLike, None] = None, seed: int = 0, timeout: float = 60.0, repeats: int = 3,
              verify: bool = True, strategy_options: Optional[Mapping[str, Any]] = None,
              progress: Optional[Callable[[dict, Optional[float]], None]] = None,
-             confirm: int = 4) -> KernelTuneResult:
+             confirm: int = 4, transfer: bool = True) -> KernelTuneResult:
         """Search the space with `strategy` (hybrid, the default; ml, random, annealing, pso,
-        exhaustive) measuring at most `budget` configurations (default: every valid one for exhaustive, else min(100, all)).
-        Measurements go to the SQLite `store` (a temporary one if None): a rerun with the same
-        store measures nothing twice. `confirm`: the search's fastest configurations timed again
-        with 15 launches each, the fastest of them kept (0: the search's pick)."""
+        exhaustive) measuring at most `budget` configurations (default: every valid one for
+        exhaustive, else min(100, all)). Measurements go to the SQLite `store` (a temporary one if
+        None): a rerun with the same store measures nothing twice. `confirm`: the search's
+        fastest configurations timed again with 15 launches each, in 5 rounds that take them in
+        turn, the fastest of them kept (0: the search's pick).
+
+        A shared store also feeds the strategies that take it (hybrid, ml), as `imagecl tune`
+        does: this kernel's measurements at other global sizes train the model (`prior`), and
+        with `transfer` the best configurations of other kernels and programs tuned on this
+        device are measured first (`seeds`, their shared parameters only); `info["prior"]` and
+        `info["transfer"]` say what was taken. A "prior" or "seeds" in `strategy_options` is
+        used instead of the store's."""
         from .engine import MeasureOptions, Measurer
-        from .live import LiveProblem, confirm_best
+        from .live import LiveProblem, confirm_best, size_context, store_options
         from .simulate import SimulationError, check_options, resolve_strategy
         from .store import Store
 
@@ -486,8 +515,8 @@ class TunableKernel:
         except SimulationError as exc:
             raise ArgumentError(str(exc)) from None
         target = self.target(device)
-        if not verify:  # unverified measurements are kept apart from verified ones
-            target.run = dataclasses.replace(target.run, program_hash=text_hash(target.run.program_hash + ":unverified"))
+        if not verify:
+            target.unverified()
         space = target.space
         valid = space.count_valid()
         if valid == 0:
@@ -497,7 +526,8 @@ class TunableKernel:
             budget = valid if name == "exhaustive" else min(100, valid)
         if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
             raise ArgumentError(f"budget is a positive number of configurations, got {budget!r}")
-        target.verify = verify
+        if not isinstance(transfer, bool):
+            raise ArgumentError(f"transfer is True or False, got {transfer!r}")
         temp = tempfile.TemporaryDirectory(prefix="imagecl-kernel-") if store is None else None
         db = Path(temp.name) / "measurements.db" if temp else Path(store)
         try:
@@ -509,10 +539,13 @@ class TunableKernel:
                     history = [({}, record.time)]
                     best_config, best_time, evaluations, info = ({}, record.time, 1, {})
                 else:
-                    problem = LiveProblem(space, measurer, on_measure=progress)
-                    outcome = fn(problem, int(budget), np.random.default_rng(seed), **dict(strategy_options or {}))
+                    given = dict(strategy_options or {})
+                    taken = store_options(results, target.run, fn, transfer=transfer, given=given)
+                    problem = LiveProblem(space, measurer, context=size_context(target.run.problem_size),
+                                          on_measure=progress)
+                    outcome = fn(problem, int(budget), np.random.default_rng(seed), **taken.options, **given)
                     history, best_config, best_time = outcome.history, outcome.best_config, outcome.best_time
-                    evaluations, info = outcome.evaluations, dict(outcome.info)
+                    evaluations, info = outcome.evaluations, {**outcome.info, **taken.info}
                     if best_config is not None and confirm > 0:
                         best_config, best_time, confirmed = confirm_best(measurer, history, top=confirm)
                         info.update(confirmed)

@@ -1,8 +1,10 @@
 """A tuning problem measured live on a device: the bridge from the strategies to the engine."""
 from __future__ import annotations
 
+import inspect
 import math
-from typing import Callable, Mapping, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -86,21 +88,23 @@ def size_context(problem_size: str) -> dict[str, float]:
 
 
 def prior_from_store(store: Store, run: RunKey) -> list[Observation]:
-    """Measurements of the same program on the same device and driver at other problem sizes,
-    as training data for the model, with the size as an extra input (section 5.4 of Falch &
-    Elster): a model fit on them and on this size's first measurements predicts this size
+    """Measurements of the same program (its `RunKey.family`) on the same device and driver at
+    other problem sizes, as training data for the model, with the size as an extra input
+    (section 5.4 of Falch & Elster): a model fit on them and on this size's first measurements predicts this size
     better than one fit on this size alone. Measurements of this size are not included: the
     run itself reuses them (LiveProblem), without a second measurement."""
     prior: list[Observation] = []
     dims = len(size_context(run.problem_size))
     for other in store.runs():
-        if (other.program_hash, other.device, other.driver) != (run.program_hash, run.device, run.driver) \
+        if (other.family, other.device, other.driver) != (run.family, run.device, run.driver) \
                 or other.problem_size == run.problem_size:
             continue
         context = size_context(other.problem_size)
         if not context or len(context) != dims:
             continue
-        prior.extend(Observation(r.config, r.time, context) for r in store.records(other))
+        # a failed variant's time (one with a wrong output is timed) is no time to learn from
+        prior.extend(Observation(r.config, r.time if r.status == "ok" else None, context)
+                     for r in store.records(other))
     return prior
 
 
@@ -109,7 +113,7 @@ def transfer_sources(store: Store, run: RunKey, per_program: int = 3) -> list[tu
     its seeds come from and its `per_program` fastest mutually distinct configurations
     (`distinct_best`), program by program in the order of their names (then hashes).
 
-    Other programs are those with another program_hash (so an edited program counts as another
+    Other programs are those of another `RunKey.family` (so an edited program counts as another
     one; the same program at other sizes is `prior_from_store`'s). Of a program measured at
     several sizes, the size closest to this run's is used (`_size_distance`), not a pool of
     all: a small image runs faster with every configuration, so pooled times would rank the
@@ -117,8 +121,8 @@ def transfer_sources(store: Store, run: RunKey, per_program: int = 3) -> list[tu
     """
     by_program: dict[tuple[str, str], list[RunKey]] = {}
     for other in store.runs():
-        if other.program_hash != run.program_hash and (other.device, other.driver) == (run.device, run.driver):
-            by_program.setdefault((other.program_name, other.program_hash), []).append(other)
+        if other.family != run.family and (other.device, other.driver) == (run.device, run.driver):
+            by_program.setdefault((other.program_name, other.family), []).append(other)
     sources = []
     for key in sorted(by_program):
         closest = min(by_program[key], key=lambda r: (_size_distance(r.problem_size, run.problem_size),
@@ -128,6 +132,54 @@ def transfer_sources(store: Store, run: RunKey, per_program: int = 3) -> list[tu
         if best:
             sources.append((closest, best))
     return sources
+
+
+@dataclass
+class StoreOptions:
+    """What a results database adds to a search: keyword options for the strategy and, for the
+    result's `info`, what they hold."""
+
+    options: dict[str, Any] = field(default_factory=dict)  # "prior" and/or "seeds"
+    info: dict[str, Any] = field(default_factory=dict)  # "prior": {measurements, sizes}; "transfer": {seeds, programs}
+
+
+def store_options(store: Store, run: RunKey, strategy: Callable, transfer: bool = True,
+                  given: Collection[str] = ()) -> StoreOptions:
+    """The `prior` (this program's measurements at other sizes, `prior_from_store`) and `seeds`
+    (other programs' best configurations on this device, `transfer_sources`; only with
+    `transfer`) that `strategy` takes, from `store`, for tuning `run`. Options named in `given`
+    are the caller's own and are not looked up: what a user passes explicitly wins."""
+    takes = inspect.signature(strategy).parameters
+    out = StoreOptions()
+    if "prior" in takes and "prior" not in given:
+        prior = prior_from_store(store, run)
+        out.options["prior"] = prior
+        out.info["prior"] = {"measurements": len(prior),
+                             "sizes": sorted({"x".join(f"{v:g}" for v in o.context.values()) for o in prior})}
+    if transfer and "seeds" in takes and "seeds" not in given:
+        sources = transfer_sources(store, run)
+        out.options["seeds"] = [seed for _, seeds in sources for seed in seeds]
+        # one name per program: two programs of one name (an edited one, say) count twice
+        out.info["transfer"] = {"seeds": len(out.options["seeds"]),
+                                "programs": sorted(source.program_name for source, _ in sources)}
+    return out
+
+
+def store_messages(info: Mapping[str, Any], db: Any) -> list[str]:
+    """One line for the user per thing `store_options` took from the database `db` (none when
+    it found nothing), from the `info` it returned or a result's info that holds it."""
+    lines = []
+    prior = info.get("prior")
+    if prior and prior["measurements"]:
+        lines.append(f"using {prior['measurements']} measurements of other sizes ({', '.join(prior['sizes'])}) "
+                     f"from {db}")
+    transfer = info.get("transfer")
+    if transfer and transfer["programs"]:
+        programs = transfer["programs"]
+        plural = "s" if len(programs) != 1 else ""
+        lines.append(f"starting from {transfer['seeds']} configurations of {len(programs)} other program{plural} "
+                     f"tuned on this device ({', '.join(sorted(set(programs)))}) from {db}")
+    return lines
 
 
 def seeds_from_store(store: Store, run: RunKey, per_program: int = 3) -> list[dict]:

@@ -89,6 +89,14 @@ class RunKey:
     driver: str
     problem_size: str
 
+    @property
+    def family(self) -> str:
+        """The program whatever its problem size. A hand-written kernel's hash names its sizes and
+        arguments too ("family.instance", tuner/kernel.py), since measurements at one size cannot be
+        reused at another; its family is the part before the dot. An .icl program's hash is its
+        source's, the same at every size: the whole hash."""
+        return self.program_hash.split(".", 1)[0]
+
 
 class Store:
     def __init__(self, path: str | Path) -> None:
