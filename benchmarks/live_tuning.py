@@ -3,6 +3,15 @@
     python benchmarks/live_tuning.py --device gpu --out DIR   (the first NVIDIA device)
     python benchmarks/live_tuning.py --device cpu --out DIR   (PoCL)
     python benchmarks/live_tuning.py --device gpu-transfer --out DIR
+    python benchmarks/live_tuning.py --device cpu-large --only sobel --only bilateral --out DIR
+
+`--device cpu-large` tunes the three programs at the sizes of the CPU ground truths (`--variant
+cpu-large`), with 1% of their subspaces as the budget and three random streams each, and times
+the tuned configuration together with the ground truth's 3 fastest, in interleaved rounds, in
+the same process (`_alongside`): on the 16-core Xeon, timings drift between sessions by more
+than the 2% the tuner is held to. Then bilateral and convolution are tuned into one database and
+sobel, three times, starts from their best configurations (transfer). `--only` picks cases by
+name, to spread a set over commands.
 
 `--device gpu-transfer` tunes sobel and bilateral into one database, then convolution with their
 best configurations as its first measurements (transfer seeds) and without (cold), three times
@@ -47,6 +56,20 @@ CASES = {
     + [(f"convolution9 {kind} seed {seed}", "convolution9.icl", "4096x4096", 100, "ground-convolution9-gpu-large",
         "shared" if kind == "transfer" else None, ("--seed", str(seed)))
        for seed in (0, 1, 2) for kind in ("transfer", "cold")],
+    # the CPU ground truths' programs and sizes, with 1% of their subspace as the budget, three
+    # random streams each; the tuned configuration is compared with the ground truth's 3 best
+    # timed alongside it in interleaved rounds (`_alongside`): sessions on this CPU differ by more
+    # than the target
+    "cpu-large": [(f"{name} seed {seed}", f"{name}.icl", size, budget, f"ground-{name}-cpu-large", None,
+                   ("--seed", str(seed)))
+                  for name, size, budget in (("sobel", "2048x2048", 40), ("bilateral", "64x32x16", 44),
+                                             ("convolution9", "1024x1024", 48))
+                  for seed in (0, 1, 2)]
+    # transfer on the CPU: bilateral and convolution tuned into one database, then sobel from their best
+    + [("bilateral (shared database)", "bilateral.icl", "64x32x16", 44, None, "cpu-shared"),
+       ("convolution9 (shared database)", "convolution9.icl", "1024x1024", 48, None, "cpu-shared")]
+    + [(f"sobel transfer seed {seed}", "sobel.icl", "2048x2048", 40, "ground-sobel-cpu-large", "cpu-shared",
+        ("--seed", str(seed))) for seed in (0, 1, 2)],
     # plumbing check on any machine: tiny sizes and budgets, no claim
     "smoke": [("sobel 128 (first size)", "sobel.icl", "128x128", 5, None, "sizes"),
               ("sobel with 128's data", "sobel.icl", "256x256", 5, "ground-sobel-cpu", "sizes"),
@@ -81,17 +104,49 @@ def _best_of_ground_truth(name: str, device: str, size: str, out: Path, timeout:
             "recorded_ms": truth["best_ms"]}
 
 
+def _alongside(benchmark: str, configuration: dict, device) -> dict:
+    """The tuned configuration and the CPU ground truth's 3 fastest (`ground_truth.py --variant
+    cpu-large`), measured now in one process and confirmed together (15 more launches each in 5
+    interleaved rounds, `Measurer.retime`) on the ground truth's own inputs: the ratio of the
+    tuned one to the fastest of the others."""
+    import tempfile
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from imagecl.runtime.devices import select_device
+    from imagecl.tuner.engine import MeasureOptions, Measurer
+    from imagecl.tuner.store import Store, canonical_config
+    from timing_noise import _benchmark, recorded_configs
+
+    dev = select_device(device)
+    prog, arguments, space = _benchmark(benchmark, dev)
+    top = recorded_configs(RESULTS, benchmark, (0, 1, 2))
+    configs = [space.complete(c) for c in [configuration, *top]]
+    with tempfile.TemporaryDirectory(prefix="imagecl-alongside-") as tmp, Store(Path(tmp) / "a.db") as store, \
+            Measurer(prog, arguments, store, dev, MeasureOptions(timeout=60, prebuild=False)) as measurer:
+        measurer.measure(configs)
+        confirmed = measurer.retime(configs, 15, 5)
+    times = [confirmed[k].time if k in confirmed else None for k in map(canonical_config, configs)]
+    others = [t for t in times[1:] if t is not None]
+    return {"tuned_seconds": times[0], "ground_truth_top3_seconds": times[1:], "ground_truth_top3": top,
+            "tuned_over_best_of_top3": times[0] / min(others) if times[0] and others else None}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", required=True, choices=sorted(CASES), help="nvidia/gpu or cpu")
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds per tuning run")
+    parser.add_argument("--only", action="append", metavar="TEXT",
+                        help="only the cases whose name contains TEXT (repeatable): a long set over several commands")
     args = parser.parse_args(argv)
-    device = {"gpu": "nvidia", "gpu-transfer": "nvidia", "cpu": "cpu", "smoke": None}[args.device]
+    device = {"gpu": "nvidia", "gpu-transfer": "nvidia", "cpu": "cpu", "cpu-large": "cpu", "smoke": None}[args.device]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name, program, size, budget, truth, group, *extra in CASES[args.device]:
+        if args.only and not any(text in name for text in args.only):
+            continue
         options = list(extra[0]) if extra else []
         tag = name.split()[0] + "-" + size
         db = out / (f"live-{group}.db" if group else f"live-{tag}-{len(rows)}.db")
@@ -113,7 +168,10 @@ def main(argv=None) -> int:
             row.update(tuned_seconds=description["measured_seconds"], configuration=description["configuration"],
                        log=[line for line in done.stderr.splitlines()
                             if line.startswith(("using", "confirmed", "starting from"))] + done.stdout.splitlines()[:1])
-            if truth:
+            if truth and args.device == "cpu-large":
+                row["alongside"] = _alongside(Path(program).stem, description["configuration"], device)
+                row["tuned_over_ground_truth_best"] = row["alongside"]["tuned_over_best_of_top3"]
+            elif truth:
                 row["ground_truth_best"] = _best_of_ground_truth(truth, device, size, out, args.timeout)
                 best = row["ground_truth_best"].get("seconds")
                 if best:
