@@ -237,6 +237,8 @@ def main(argv=None) -> int:
     parser.add_argument("--suffix", default="", help="appended to the output names (ground-NAME-DEVICE-SUFFIX)")
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args(argv)
+    if args.refine_repeats < 1 or args.refine_rounds < 1:
+        parser.error("--refine-repeats and --refine-rounds need positive numbers")
     device = select_device(args.device)
     info = describe(device)
     tag = "gpu" if info.kind == "GPU" else "cpu"

@@ -116,10 +116,10 @@ def _alongside(benchmark: str, configuration: dict, device) -> dict:
     from imagecl.runtime.devices import select_device
     from imagecl.tuner.engine import MeasureOptions, Measurer
     from imagecl.tuner.store import Store, canonical_config
-    from timing_noise import _benchmark, recorded_configs
+    from timing_noise import benchmark_setup, recorded_configs
 
     dev = select_device(device)
-    prog, arguments, space = _benchmark(benchmark, dev)
+    prog, arguments, space = benchmark_setup(benchmark, dev)
     top = recorded_configs(RESULTS, benchmark, (0, 1, 2))
     configs = [space.complete(c) for c in [configuration, *top]]
     with tempfile.TemporaryDirectory(prefix="imagecl-alongside-") as tmp, Store(Path(tmp) / "a.db") as store, \

@@ -3,10 +3,10 @@
     python benchmarks/timing_noise.py --study settings --device cpu --launches 30 --rounds 2 --out DIR
     python benchmarks/timing_noise.py --study protocols --device cpu --repeats 4 --out DIR
 
-`--study settings`: for each CPU ground truth (`ground_truth.py --variant cpu-large`), its 3 fastest recorded
-configurations and its median one are launched `--launches` times each, in one process per
-PoCL setting, the settings taking turns for `--rounds` rounds (so a drift of the machine shows
-as a difference between rounds, not between settings):
+`--study settings`: for each CPU ground truth (`ground_truth.py --variant cpu-large`), its 3
+fastest recorded configurations and its median one are launched `--launches` times each, in
+one process per PoCL setting, the settings taking turns for `--rounds` rounds (so a drift of
+the machine shows as a difference between rounds, not between settings):
 
 - `default`: PoCL as installed (one worker thread per core);
 - `cu-1`: POCL_CPU_MAX_CU_COUNT one less than the cores, leaving a core to the host thread
@@ -24,8 +24,10 @@ fastest recorded configurations are measured afresh and confirmed, `--repeats` t
 protocol, the protocols taking turns; the less the ratios between the contenders vary from one
 repetition to the next, the more an order the protocol reports can be trusted. Writes
 DIR/timing-noise-protocols.json and prints, per protocol, the spread of those ratios and how
-often the repetitions agree on the winner. Why: the tuner's target (within 2% of the best) is only checkable where one
-configuration's timing varies by less than that between measurements.
+often the repetitions agree on the winner.
+
+Why: the tuner's target (within 2% of the best) is only checkable where one configuration's
+timing varies by less than that between measurements.
 """
 from __future__ import annotations
 
@@ -67,7 +69,7 @@ def recorded_configs(results: Path, name: str, ranks: tuple = (0, 1, 2, "median"
     return [{p: cache["cache"][k][p] for p in keys} for _, k in chosen]
 
 
-def _benchmark(name: str, device) -> tuple:
+def benchmark_setup(name: str, device) -> tuple:
     """The program, inputs and space of a CPU ground truth (`ground_truth.py --variant cpu-large`)."""
     import imagecl
     from ground_truth import VARIANTS
@@ -88,7 +90,7 @@ def child(setting: str, device: str, launches: int, results: Path) -> dict:
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="imagecl-noise-") as tmp:
         for name in NAMES:
-            prog, arguments, space = _benchmark(name, dev)
+            prog, arguments, space = benchmark_setup(name, dev)
             configs = [space.complete(c) for c in recorded_configs(results, name)]
             options = MeasureOptions(timeout=60, repeats=launches, max_repeats=launches, prebuild=False)
             with Store(Path(tmp) / f"{name}.db") as store, Measurer(prog, arguments, store, dev, options) as m:
@@ -109,7 +111,7 @@ def protocols(device: str, repetitions: int, results: Path) -> dict:
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="imagecl-noise-") as tmp:
         for name in NAMES:
-            prog, arguments, space = _benchmark(name, dev)
+            prog, arguments, space = benchmark_setup(name, dev)
             configs = [space.complete(c) for c in recorded_configs(results, name, (0, 1, 2, 3))]
             out[name] = {"sequential": [], "interleaved": []}
             for repetition in range(repetitions):

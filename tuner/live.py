@@ -90,8 +90,8 @@ def size_context(problem_size: str) -> dict[str, float]:
 def prior_from_store(store: Store, run: RunKey) -> list[Observation]:
     """Measurements of the same program (its `RunKey.family`) on the same device and driver at
     other problem sizes, as training data for the model, with the size as an extra input
-    (section 5.4 of Falch & Elster): a model fit on them and on this size's first measurements predicts this size
-    better than one fit on this size alone. Measurements of this size are not included: the
+    (section 5.4 of Falch & Elster): a model fit on them and on this size's first measurements
+    predicts this size better than one fit on this size alone. Measurements of this size are not included: the
     run itself reuses them (LiveProblem), without a second measurement."""
     prior: list[Observation] = []
     dims = len(size_context(run.problem_size))
