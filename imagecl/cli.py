@@ -24,6 +24,31 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message}\n")
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"needs a number of configurations >= 0, got '{text}'")
+    return value
+
+
+def _search_options(parser: argparse.ArgumentParser, db_help: str, others: str) -> None:
+    """The options `tune` and `tune-kernel` share: the search's seed, the confirmation, the
+    database and what it lends, the watchdog and the output folder."""
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--confirm", type=_non_negative, default=4, metavar="K",
+                        help="time the search's K fastest configurations again with 15 launches each, in 5 rounds "
+                             "that take them in turn, and keep the fastest (default 4; 0: keep the search's pick)")
+    parser.add_argument("--db", help=f"results database (default: DIR/measurements.db); {db_help}")
+    parser.add_argument("--no-transfer", action="store_true",
+                        help=f"do not start from the best configurations of {others} tuned on this device in the "
+                             "database (by default the search measures them first)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
+    parser.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="imagecl", description="Compile and run ImageCL (.icl) image filters on OpenCL devices.")
     parser.add_argument("--version", action="version", version=f"imagecl {__version__}")
@@ -91,18 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--strategy", default="hybrid",
                       help="hybrid (default: spread sample + model-guided local search), ml, random, annealing, "
                            "pso or exhaustive")
-    tune.add_argument("--seed", type=int, default=0)
-    tune.add_argument("--confirm", type=int, default=4, metavar="K",
-                      help="time the search's K fastest configurations again with 15 launches each, in 5 rounds "
-                           "that take them in turn, and keep the fastest (default 4; 0: keep the search's pick)")
-    tune.add_argument("--db", help="results database (default: DIR/measurements.db); measurements of this program "
-                                   "on this device at other sizes in it train the model too, and the best "
-                                   "configurations of other programs on this device are measured first")
-    tune.add_argument("--no-transfer", action="store_true",
-                      help="do not start from the best configurations of other programs tuned on this device "
-                           "in the database (by default the search measures them first)")
-    tune.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
-    tune.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
+    _search_options(tune, db_help="measurements of this program on this device at other sizes in it train the "
+                                  "model too, and the best configurations of other programs on this device are "
+                                  "measured first",
+                    others="other programs")
 
     tk = sub.add_parser("tune-kernel", help="tune a hand-written OpenCL kernel described by a Python file",
                         description="Run SPEC.py, which builds a TunableKernel called `kernel` (parameters, sizes, "
@@ -114,18 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                "else up to 100)")
     tk.add_argument("--strategy", default="hybrid",
                     help="hybrid (default, the best tuner), ml, random, annealing, pso or exhaustive")
-    tk.add_argument("--seed", type=int, default=0)
-    tk.add_argument("--confirm", type=int, default=4, metavar="K",
-                    help="time the search's K fastest configurations again with 15 launches each, in 5 rounds "
-                         "that take them in turn, and keep the fastest (default 4; 0: keep the search's pick)")
-    tk.add_argument("--db", help="results database (default: DIR/measurements.db); this kernel's measurements at "
-                                 "other global sizes in it train the model too, and the best configurations of "
-                                 "other kernels and programs on this device are measured first")
-    tk.add_argument("--no-transfer", action="store_true",
-                    help="do not start from the best configurations of other kernels and programs tuned on this "
-                         "device in the database")
-    tk.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
-    tk.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
+    _search_options(tk, db_help="this kernel's measurements at other global sizes in it train the model too, and "
+                                "the best configurations of other kernels and programs on this device are measured "
+                                "first",
+                    others="other kernels and programs")
 
     sim = sub.add_parser("simulate", help="replay recorded measurements with a search strategy", add_help=False)
     sim.add_argument("rest", nargs=argparse.REMAINDER)
@@ -340,8 +349,6 @@ def _tune(args) -> int:
     shape = parse_size(args.size)
     if args.budget < 1:
         raise ArgumentError("--budget needs a positive number of configurations")
-    if args.confirm < 0:
-        raise ArgumentError("--confirm needs a number of configurations >= 0")
     try:
         name, strategy = resolve_strategy(args.strategy)
     except SimulationError as exc:
@@ -419,8 +426,6 @@ def _tune_kernel(args) -> int:
                            + (f" (it is a {type(kernel).__name__})" if kernel is not None else ""))
     out = Path(args.output)
     db = Path(args.db) if args.db else out / "measurements.db"
-    if args.confirm < 0:
-        raise ArgumentError("--confirm needs a number of configurations >= 0")
     result = kernel.tune(device=args.device, strategy=args.strategy, budget=args.budget, store=db, seed=args.seed,
                          timeout=args.timeout, confirm=args.confirm, transfer=not args.no_transfer)
     for line in store_messages(result.info, db):
