@@ -278,6 +278,34 @@ def test_local_search_leaves_a_stalled_centre_for_another_family():
     assert all((around_s == row).all(1).any() for row in stuck[:len(around_s)])
 
 
+class _FixedModel:
+    """A model whose predictions are given: log-times and their ensemble spread."""
+
+    def __init__(self, mean, spread):
+        self.mean, self.spread = np.asarray(mean, float), np.asarray(spread, float)
+
+    def predict(self, X):
+        return self.mean.copy(), self.spread.copy()
+
+
+def test_pick_takes_the_predicted_fastest_or_a_draw_from_the_uncertainty():
+    p = _flag_problem()
+    ranker = strategies._Ranker(p, "bnn", {}, 0, [], 250_000, np.random.default_rng(0))
+    pool = np.array([[0, 0, 1, 1], [0, 0, 1, 2], [0, 1, 2, 4]])
+    # the second is predicted fastest; the third is slower on average but the members disagree on it
+    model = _FixedModel([0.0, -0.2, 0.1], [0.01, 0.01, 1.0])
+    assert (strategies._pick(ranker, model, None, pool, "mean") == pool[1]).all()
+    drawn = [tuple(strategies._pick(ranker, model, None, pool, "thompson")) for _ in range(400)]
+    share = drawn.count(tuple(pool[2])) / len(drawn)
+    # P(0.1 + z < -0.2) for z ~ N(0, 1) is 0.38; the first (never below the second by more
+    # than its own 0.01 spread allows) is practically never taken
+    assert 0.30 < share < 0.46 and drawn.count(tuple(pool[1])) == len(drawn) - drawn.count(tuple(pool[2]))
+    certain = _FixedModel([0.0, -0.2, 0.1], [0.0, 0.0, 0.0])  # no uncertainty: the same as "mean"
+    assert all((strategies._pick(ranker, certain, None, pool, "thompson") == pool[1]).all() for _ in range(20))
+    with pytest.raises(ValueError, match="pick must be one of thompson, mean"):
+        STRATEGIES["hybrid"](Synthetic(), 10, np.random.default_rng(0), pick="greedy")
+
+
 def test_ml_fixed_second_stage_and_threshold_options():
     quick = {"model_options": {"epochs": 300}}
     p = Synthetic()

@@ -568,7 +568,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
        prior: Sequence[Observation] = (), prediction_sample: int = 250_000, prior_weight: float = 10.0,
        avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10,
        local_share: float = 0.0, local_radius: int = 1, spread: bool = False,
-       seeds: Sequence[Mapping[str, int]] = ()) -> Result:
+       seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson") -> Result:
     """Falch & Elster's two-stage ML search (see the module docstring for what is changed).
 
     Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
@@ -586,7 +586,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     `prior_weight` is how many pseudo-observations the model's own error estimate is worth
     against the residuals seen in stage 2. `local_share` > 0 keeps that fraction of the budget
     for a model-guided local search from the best configuration (`_local_phase`; moves of up
-    to `local_radius` parameters), after stage 2.
+    to `local_radius` parameters), after stage 2, where `pick` chooses the neighbour to measure
+    (`_pick`: "thompson", a draw from the model's uncertainty, or "mean", its fastest prediction).
 
     `prior` adds measurements from the database, of this or other problem sizes (their
     `context`, matched against `problem.context`), to the training data. Prior measurements with
@@ -600,6 +601,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
         raise ValueError("threshold must be a probability in [0, 1]")
     if not 0 <= local_share < 1:
         raise ValueError("local_share must be in [0, 1)")
+    if pick not in PICKS:
+        raise ValueError(f"pick must be one of {', '.join(PICKS)}, got {pick!r}")
     session = Session(problem, budget)
     seed = int(rng.integers(2 ** 31))
     info: dict[str, Any] = {"strategy": "ml", "model": model, "threshold": threshold, "retrains": 0}
@@ -668,7 +671,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
                 skip[i:] = _skip_mask(failures, session, rows[i:])
         info["stage2"] = count
         info["local"] = _local_phase(problem, session, ranker, fitted, failures,
-                                     radius=local_radius) if local_share > 0 else 0
+                                     radius=local_radius, pick=pick) if local_share > 0 else 0
         if session.best_key is not None:  # what the final model expected of the winner
             best_row = np.array([session.best_key], dtype=np.int64)
             info["predicted_seconds"] = float(np.exp(fitted.predict(ranker._features(best_row))[0][0]))
@@ -690,9 +693,24 @@ def _neighbour_candidates(problem: Problem, session: Session, rows: np.ndarray, 
     return np.zeros((0, len(problem.parameters)), np.int64)
 
 
-def _pick(ranker: "_Ranker", model: Model, failures: Optional[_FailureModel], pool: np.ndarray) -> np.ndarray:
-    """The candidate the model predicts fastest, passing over those predicted to fail."""
-    score, _ = model.predict(ranker._features(pool))
+PICKS = ("thompson", "mean")
+
+
+def _pick(ranker: "_Ranker", model: Model, failures: Optional[_FailureModel], pool: np.ndarray,
+          pick: str = "thompson") -> np.ndarray:
+    """The candidate to measure next, passing over those predicted to fail.
+
+    "mean": the one the model predicts fastest. "thompson": the fastest in one draw from the
+    model's uncertainty (each candidate's predicted log-time plus its ensemble spread times a
+    standard normal draw), so that a neighbour the members disagree on is tried now and then.
+    Always taking the predicted fastest leaves about one run in ten in the scalar family on the
+    H200 convolution space at 1% of it, where the model, trained on scalar configurations,
+    underrates the moves into the vectorised one: over 4 sets of 10 replays, 13.3% from the best
+    with "mean" and 7.7% with "thompson". Over the 19 rows of the strategy tables the mean goes
+    from 9.4% to 8.1%, 12 rows better and 6 worse (BENCHMARKS.md)."""
+    score, spread = model.predict(ranker._features(pool))
+    if pick == "thompson":
+        score = score + spread * ranker.rng.standard_normal(len(score))
     if failures is not None and failures.clf is not None:
         score = np.where(failures.p_fail(pool) > 0.5, np.inf, score)
     return pool[int(np.argmin(score))]
@@ -700,13 +718,13 @@ def _pick(ranker: "_Ranker", model: Model, failures: Optional[_FailureModel], po
 
 def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: Model,
                  failures: Optional[_FailureModel], width: int = 3, radius: int = 1,
-                 patience: Optional[int] = None) -> int:
+                 patience: Optional[int] = None, pick: str = "thompson") -> int:
     """Spend the rest of the budget on the model's pick among the neighbours of the best ones.
 
-    Steepest descent ranked by the model: candidates are the unmeasured neighbours (one move,
-    repaired where a constraint needs it: `_repaired_neighbours`) of the best measured
-    configuration, and the one predicted fastest is measured. The model is refit on the way,
-    so the walk learns the neighbourhood it is in. After `patience` measurements (default: an
+    A descent guided by the model: candidates are the unmeasured neighbours (one move, repaired
+    where a constraint needs it: `_repaired_neighbours`) of the best measured configuration, and
+    the one `_pick` chooses (`pick`) is measured. The model is refit on the way, so the walk
+    learns the neighbourhood it is in. After `patience` measurements (default: an
     eighth of the budget, at least 10) without a better configuration, the walk's centre is
     given up: it restarts from the best measured configuration more than two parameters away
     from every centre given up, so a search stuck in the basin of a 2x slower variant family
@@ -738,7 +756,7 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
                 break
         model = refit_if_due(model)
         before = session.best_time
-        session.measure(_pick(ranker, model, failures, pool))
+        session.measure(_pick(ranker, model, failures, pool, pick))
         if failures is not None and session.history[-1][1] is None:
             failures.fit(session)
         improved = session.best_time is not None and (before is None or session.best_time < before * 0.995)
@@ -756,12 +774,13 @@ def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fr
            model: str = "bnn",
            model_options: Optional[Mapping[str, Any]] = None, prior: Sequence[Observation] = (),
            avoid_failures: bool = True, prediction_sample: int = 250_000,
-           seeds: Sequence[Mapping[str, int]] = ()) -> Result:
+           seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson") -> Result:
     """The default tuner: a spread sample, then a model-guided local search (see `ml`).
 
     `sample_fraction` of the budget goes to a sample that covers every parameter's values
     (`spread`; uniform random with spread=False), `local_share` to steepest descent from the
-    best one, where the bagged network picks the neighbour to measure; what is left between the
+    best one, where the bagged network picks the neighbour to measure (`pick`: "thompson", a draw
+    from its uncertainty, the default; "mean", its fastest prediction); what is left between the
     two is `ml`'s Eq. 2 walk over the whole space. Why: at the budgets that matter (about 1% of
     spaces of thousands, 15-120 measurements), a model trained on a few dozen points ranks the
     whole space poorly (its error is 25-50% there) but tells apart the neighbours of a good
@@ -775,7 +794,7 @@ def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fr
     """
     result = ml(problem, budget, rng, sample_fraction=sample_fraction, local_share=local_share,
                 local_radius=local_radius, spread=spread, model=model, model_options=model_options, prior=prior,
-                avoid_failures=avoid_failures, prediction_sample=prediction_sample, seeds=seeds)
+                avoid_failures=avoid_failures, prediction_sample=prediction_sample, seeds=seeds, pick=pick)
     result.info["strategy"] = "hybrid"
     return result
 
