@@ -31,7 +31,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from imagecl.tuner.simulate import _option, load_problem, seeds_from_files, simulate  # noqa: E402
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from imagecl.tuner.simulate import _option, load_problem, simulate  # noqa: E402
+from transfer_seeds import leave_one_out_seeds  # noqa: E402
 
 
 def _variant(text: str) -> dict:
@@ -65,8 +68,9 @@ def main(argv=None) -> int:
     report = {"command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d"), "spaces": []}
     with ProcessPoolExecutor(args.processes) as pool:
         for path in args.files:
-            budget = max(5, round(args.fraction * load_problem(path).valid_count))
-            extra = {"seeds": seeds_from_files([f for f in args.files if f != path], 3)} if args.transfer else {}
+            problem = load_problem(path)
+            budget = max(5, round(args.fraction * problem.valid_count))
+            extra = {"seeds": leave_one_out_seeds(problem, path, args.files)} if args.transfer else {}
             for options in variants:
                 runs = {s: [100 * (x - 1) for x in pool.map(_one, [(path, args.strategy, budget, 1000 * s + r,
                                                                      {**options, **extra})
@@ -76,9 +80,9 @@ def main(argv=None) -> int:
                 report["spaces"].append({"file": path, "budget": budget, "options": options, "runs": runs,
                                          "mean": float(np.mean(every))})
                 per_set = " ".join(f"{np.mean(v):5.1f}%" for v in runs.values())
+                far = sum(x >= 50 for x in every)
                 print(f"{Path(path).name:40s} {json.dumps(options):24s} budget {budget:4d}: per seed set {per_set}; "
-                      f"mean {np.mean(every):5.2f}%, {sum(x >= 50 for x in every)} of {len(every)} runs 50% or more off",
-                      flush=True)
+                      f"mean {np.mean(every):5.2f}%, {far} of {len(every)} runs 50% or more off", flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1))
     return 0

@@ -28,13 +28,19 @@ def _name(path: str) -> str:
     return Path(path).name.split(".")[0]
 
 
+def leave_one_out_seeds(problem, target: str, files: list[str], per_file: int = 3) -> list[dict]:
+    """The seeds of `target` (loaded as `problem`): the `per_file` best of every other file, as
+    `problem`'s values."""
+    return [seed_for(problem, s) for s in seeds_from_files([f for f in files if f != target], per_file)]
+
+
 def evaluate(files: list[str], fractions: list[float], repeats: int, per_file: int, strategy: str,
              seed: int) -> list[dict]:
     rows = []
     for target in files:
         problem = load_problem(target)
         others = [f for f in files if f != target]
-        seeds = [seed_for(problem, s) for s in seeds_from_files(others, per_file)]
+        seeds = leave_one_out_seeds(problem, target, files, per_file)
         for fraction in fractions:
             budget = max(2, round(fraction * problem.valid_count))
             row = {"space": _name(target), "valid": problem.valid_count, "fraction": fraction, "budget": budget,

@@ -453,26 +453,34 @@ class TunableKernel:
     def run_hash(self) -> str:
         """What makes measurements of this kernel comparable: source, options, sizes, arguments and
         the reference (a corrected reference must not reuse verdicts on the old one)."""
-        args = [{"kind": a["kind"], "role": a.get("role"),
-                 "dtype": str(a["data"].dtype if a["kind"] == "array" else a["value"].dtype),
-                 "shape": list(a["data"].shape) if a["kind"] == "array" else None,
-                 "value": a["value"].item() if a["kind"] == "scalar" else None} for a in self._arguments or []]
-        return text_hash(json.dumps({"source": self.source, "kernel": self.kernel_name, "options": self.build_options,
-                                     "defines": self._defines(), "global": self.rules.global_base,
-                                     "local": self.rules.local_base, "ops": self.rules.ops, "args": args,
-                                     "reference": self._reference_hash(), "tolerance": self.tolerance},
-                                    default=str))
+        return text_hash(json.dumps(self._identity(with_size=True), default=str))
 
     def family_hash(self) -> str:
         """What stays the same when only the problem's size changes: the source, options and
         launch rules, the arguments' kinds and types (not the global size, the arrays' shapes, the
         scalars' values or the reference's data, which follow the size) and the tolerance."""
-        args = [{"kind": a["kind"], "role": a.get("role"),
-                 "dtype": str(a["data"].dtype if a["kind"] == "array" else a["value"].dtype)}
-                for a in self._arguments or []]
-        return text_hash(json.dumps({"source": self.source, "kernel": self.kernel_name, "options": self.build_options,
-                                     "defines": self._defines(), "local": self.rules.local_base,
-                                     "ops": self.rules.ops, "args": args, "tolerance": self.tolerance}, default=str))
+        return text_hash(json.dumps(self._identity(with_size=False), default=str))
+
+    def _identity(self, with_size: bool) -> dict:
+        """The description `run_hash` (with the size-dependent parts) and `family_hash` (without
+        them) hash; the keys keep one order, which the stored hashes depend on."""
+        args = []
+        for a in self._arguments or []:
+            arg = {"kind": a["kind"], "role": a.get("role"),
+                   "dtype": str(a["data"].dtype if a["kind"] == "array" else a["value"].dtype)}
+            if with_size:
+                arg["shape"] = list(a["data"].shape) if a["kind"] == "array" else None
+                arg["value"] = a["value"].item() if a["kind"] == "scalar" else None
+            args.append(arg)
+        out = {"source": self.source, "kernel": self.kernel_name, "options": self.build_options,
+               "defines": self._defines()}
+        if with_size:
+            out["global"] = self.rules.global_base
+        out.update({"local": self.rules.local_base, "ops": self.rules.ops, "args": args})
+        if with_size:
+            out["reference"] = self._reference_hash()
+        out["tolerance"] = self.tolerance
+        return out
 
     # ---- tuning ------------------------------------------------------------------------------------
     def target(self, device: Any = None) -> KernelTarget:
