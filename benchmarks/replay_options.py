@@ -66,23 +66,25 @@ def main(argv=None) -> int:
     variants = [_variant(v) for v in (args.option or ["none"])]
     seed_sets = [int(s) for s in args.seed_sets.split(",")]
     report = {"command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d"), "spaces": []}
+    cases = []  # (path, budget, options): every run of every case goes to the pool at once
+    for path in args.files:
+        problem = load_problem(path)
+        budget = max(5, round(args.fraction * problem.valid_count))
+        extra = {"seeds": leave_one_out_seeds(problem, path, args.files)} if args.transfer else {}
+        cases += [(path, budget, options, {**options, **extra}) for options in variants]
     with ProcessPoolExecutor(args.processes) as pool:
-        for path in args.files:
-            problem = load_problem(path)
-            budget = max(5, round(args.fraction * problem.valid_count))
-            extra = {"seeds": leave_one_out_seeds(problem, path, args.files)} if args.transfer else {}
-            for options in variants:
-                runs = {s: [100 * (x - 1) for x in pool.map(_one, [(path, args.strategy, budget, 1000 * s + r,
-                                                                     {**options, **extra})
-                                                                    for r in range(args.runs)])]
-                        for s in seed_sets}
-                every = [x for v in runs.values() for x in v]
-                report["spaces"].append({"file": path, "budget": budget, "options": options, "runs": runs,
-                                         "mean": float(np.mean(every))})
-                per_set = " ".join(f"{np.mean(v):5.1f}%" for v in runs.values())
-                far = sum(x >= 50 for x in every)
-                print(f"{Path(path).name:40s} {json.dumps(options):24s} budget {budget:4d}: per seed set {per_set}; "
-                      f"mean {np.mean(every):5.2f}%, {far} of {len(every)} runs 50% or more off", flush=True)
+        pending = [{s: [pool.submit(_one, (path, args.strategy, budget, 1000 * s + r, run_options))
+                        for r in range(args.runs)] for s in seed_sets}
+                   for path, budget, _, run_options in cases]
+        for (path, budget, options, _), futures in zip(cases, pending):
+            runs = {s: [100 * (f.result() - 1) for f in fs] for s, fs in futures.items()}
+            every = [x for v in runs.values() for x in v]
+            report["spaces"].append({"file": path, "budget": budget, "options": options, "runs": runs,
+                                     "mean": float(np.mean(every))})
+            per_set = " ".join(f"{np.mean(v):5.1f}%" for v in runs.values())
+            far = sum(x >= 50 for x in every)
+            print(f"{Path(path).name:40s} {json.dumps(options):24s} budget {budget:4d}: per seed set {per_set}; "
+                  f"mean {np.mean(every):5.2f}%, {far} of {len(every)} runs 50% or more off", flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1))
     return 0

@@ -306,6 +306,71 @@ def test_pick_takes_the_predicted_fastest_or_a_draw_from_the_uncertainty():
         STRATEGIES["hybrid"](Synthetic(), 10, np.random.default_rng(0), pick="greedy")
 
 
+class _RowModel:
+    """A model that predicts from the configuration rows themselves (no encoding), spread 0."""
+
+    def __init__(self, log_time):
+        self.log_time = log_time
+
+    def predict(self, X):
+        return self.log_time(np.asarray(X)), np.zeros(len(X))
+
+
+def _probe_walk(probe: bool, budget: int):
+    """The local phase from S = (vec 0, inner 0, wide 1, size 1) under a model that is sure any
+    `inner = 1` is 150x slower and every other move a little faster, while the opposite is true."""
+    p = _flag_problem()
+    p._measure = lambda c: 0.5 if c["inner"] else 1.0 + 0.01 * (c["wide"] + c["size"])
+    session = strategies.Session(p, budget)
+    session.measure(np.array([0, 0, 1, 1]))
+    ranker = strategies._Ranker(p, "bnn", {}, 0, [], 250_000, np.random.default_rng(0))
+    model = _RowModel(lambda rows: np.where(rows[:, 1] == 1, 5.0, -0.1))
+    ranker._features = lambda rows, extra=None: np.asarray(rows)
+    ranker.fit = lambda session: model
+    strategies._local_phase(p, session, ranker, model, None, pick="mean", probe=probe)
+    return [np.array([c[n] for n in p.names]) for c, _ in session.history[1:]], session.best_time
+
+
+def test_untried_moves_are_the_centres_parameters_no_measured_neighbour_changed():
+    p = _flag_problem()
+    centre = np.array([0, 0, 1, 1])
+    session = strategies.Session(p, 10)
+    for row in ([0, 0, 1, 1], [0, 0, 2, 1], [0, 0, 4, 8], [1, 1, 2, 16]):  # a wide move; two not neighbours
+        session.measure(np.array(row))
+    pool = strategies._repaired_neighbours(p, centre)
+    untried = strategies._untried_moves(p, session, centre, pool)
+    assert not untried[(pool[:, 2] != 1) & (pool[:, [0, 1, 3]] == centre[[0, 1, 3]]).all(1)].any()
+    assert untried[pool[:, 3] != 1].all() and untried[pool[:, 1] == 1].all()  # size, inner and vec moves
+    session.measure(np.array([1, 1, 2, 1]))  # a repaired vec move changes vec, inner and wide at once
+    untried = strategies._untried_moves(p, session, centre, pool)
+    assert list(np.flatnonzero(untried)) == list(np.flatnonzero((pool != centre)[:, 3]))
+
+
+def test_a_stalled_walk_probes_the_parameter_the_model_rules_out():
+    """Without probing the walk spends its budget on the moves the model prefers (3 of wide, 5
+    of size) and never tries `inner`; with it, the first step that does not improve makes the
+    next ones change the centre's parameters not tried yet, `inner` among them."""
+    steps, best = _probe_walk(probe=False, budget=9)
+    assert not any(row[1] == 1 for row in steps) and best > 1.0
+    steps, best = _probe_walk(probe=True, budget=9)
+    assert any(row[1] == 1 for row in steps[:4]) and best == 0.5
+    first_params = [set(np.flatnonzero(row != [0, 0, 1, 1])) for row in steps[:3]]
+    assert len(set.union(*first_params)) >= 3  # three steps, three different parameters at least
+
+
+def test_hybrid_probes_cold_only_unless_told():
+    quick = {"model_options": {"epochs": 50}}
+    seed = [{"wg_x": 8, "wg_y": 8, "px_x": 2, "px_y": 2, "unroll": 2, "local": 0, "image": 0}]
+    cold = STRATEGIES["hybrid"](Synthetic(), 30, np.random.default_rng(0), **quick)
+    warm = STRATEGIES["hybrid"](Synthetic(), 30, np.random.default_rng(0), seeds=seed, **quick)
+    always = STRATEGIES["hybrid"](Synthetic(), 30, np.random.default_rng(0), seeds=seed, probe="always", **quick)
+    never = STRATEGIES["hybrid"](Synthetic(), 30, np.random.default_rng(0), probe="never", **quick)
+    assert (cold.info["probe"], warm.info["probe"], always.info["probe"], never.info["probe"]) == \
+        (True, False, True, False)
+    with pytest.raises(ValueError, match="probe must be one of cold, always, never"):
+        STRATEGIES["hybrid"](Synthetic(), 10, np.random.default_rng(0), probe="sometimes")
+
+
 def test_ml_fixed_second_stage_and_threshold_options():
     quick = {"model_options": {"epochs": 300}}
     p = Synthetic()

@@ -568,7 +568,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
        prior: Sequence[Observation] = (), prediction_sample: int = 250_000, prior_weight: float = 10.0,
        avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10,
        local_share: float = 0.0, local_radius: int = 1, spread: bool = False,
-       seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson") -> Result:
+       seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson", probe: str = "cold") -> Result:
     """Falch & Elster's two-stage ML search (see the module docstring for what is changed).
 
     Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
@@ -587,7 +587,9 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     against the residuals seen in stage 2. `local_share` > 0 keeps that fraction of the budget
     for a model-guided local search from the best configuration (`_local_phase`; moves of up
     to `local_radius` parameters), after stage 2, where `pick` chooses the neighbour to measure
-    (`_pick`: "thompson", a draw from the model's uncertainty, or "mean", its fastest prediction).
+    (`_pick`: "thompson", a draw from the model's uncertainty, or "mean", its fastest prediction)
+    and `probe` when the walk probes every parameter of its centre ("cold": only without `seeds`
+    and `prior`; "always"; "never"; see `_local_phase`).
 
     `prior` adds measurements from the database, of this or other problem sizes (their
     `context`, matched against `problem.context`), to the training data. Prior measurements with
@@ -603,6 +605,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
         raise ValueError("local_share must be in [0, 1)")
     if pick not in PICKS:
         raise ValueError(f"pick must be one of {', '.join(PICKS)}, got {pick!r}")
+    if probe not in PROBES:
+        raise ValueError(f"probe must be one of {', '.join(PROBES)}, got {probe!r}")
     session = Session(problem, budget)
     seed = int(rng.integers(2 ** 31))
     info: dict[str, Any] = {"strategy": "ml", "model": model, "threshold": threshold, "retrains": 0}
@@ -670,8 +674,10 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
             elif failures is not None:  # learn from the failure before choosing the next one
                 skip[i:] = _skip_mask(failures, session, rows[i:])
         info["stage2"] = count
-        info["local"] = _local_phase(problem, session, ranker, fitted, failures,
-                                     radius=local_radius, pick=pick) if local_share > 0 else 0
+        probing = probe == "always" or (probe == "cold" and not seeds and not prior)
+        info["probe"] = probing
+        info["local"] = _local_phase(problem, session, ranker, fitted, failures, radius=local_radius,
+                                     pick=pick, probe=probing) if local_share > 0 else 0
         if session.best_key is not None:  # what the final model expected of the winner
             best_row = np.array([session.best_key], dtype=np.int64)
             info["predicted_seconds"] = float(np.exp(fitted.predict(ranker._features(best_row))[0][0]))
@@ -693,7 +699,17 @@ def _neighbour_candidates(problem: Problem, session: Session, rows: np.ndarray, 
     return np.zeros((0, len(problem.parameters)), np.int64)
 
 
+def _untried_moves(problem: Problem, session: Session, centre: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """Which rows of `pool` change a parameter that no measured (repaired) neighbour of `centre`
+    has changed: the centre's coordinates not probed yet."""
+    rows = np.array(list(session.times), dtype=np.int64).reshape(-1, len(centre))
+    around = rows[np.isin(problem.index(rows), problem.index(_repaired_neighbours(problem, centre)))]
+    probed = (around != centre).any(0)
+    return ((pool != centre) & ~probed).any(1)
+
+
 PICKS = ("thompson", "mean")
+PROBES = ("cold", "always", "never")
 
 
 def _pick(ranker: "_Ranker", model: Model, failures: Optional[_FailureModel], pool: np.ndarray,
@@ -718,7 +734,7 @@ def _pick(ranker: "_Ranker", model: Model, failures: Optional[_FailureModel], po
 
 def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: Model,
                  failures: Optional[_FailureModel], width: int = 3, radius: int = 1,
-                 patience: Optional[int] = None, pick: str = "thompson") -> int:
+                 patience: Optional[int] = None, pick: str = "thompson", probe: bool = False) -> int:
     """Spend the rest of the budget on the model's pick among the neighbours of the best ones.
 
     A descent guided by the model: candidates are the unmeasured neighbours (one move, repaired
@@ -729,6 +745,17 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
     given up: it restarts from the best measured configuration more than two parameters away
     from every centre given up, so a search stuck in the basin of a 2x slower variant family
     (scalar instead of vectorised loads, say) tries the other families it sampled.
+
+    `probe`: after a measurement that did not improve, the next one changes a parameter of the
+    centre that no measured neighbour has changed yet, while there is one (the model, or its
+    draw, still chooses which move and which value). Without it, a model trained on a few dozen
+    configurations can be confidently wrong about one parameter and never try it: on the H200
+    convolution space, the walk stayed at 2x the best next to a configuration whose one move
+    (no local-memory tile) was 1.4x, because every sampled configuration without the tile also
+    used image memory, a slow combination. Over 6 recorded spaces at 1% of each, 40 paired
+    replays each, probing took the mean slowdown from 5.98% to 4.64%; with the other programs'
+    best configurations as seeds it made it worse (2.40% to 2.96%), so `ml` probes only cold
+    (BENCHMARKS.md).
     """
     patience = max(10, session.budget // 8) if patience is None else patience
     count, since_fit, stale = 0, 0, 0
@@ -755,6 +782,9 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
             if len(pool) == 0:
                 break
         model = refit_if_due(model)
+        if probe and stale > 0:
+            untried = _untried_moves(problem, session, centre, pool)
+            pool = pool[untried] if untried.any() else pool
         before = session.best_time
         session.measure(_pick(ranker, model, failures, pool, pick))
         if failures is not None and session.history[-1][1] is None:
@@ -774,7 +804,7 @@ def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fr
            model: str = "bnn",
            model_options: Optional[Mapping[str, Any]] = None, prior: Sequence[Observation] = (),
            avoid_failures: bool = True, prediction_sample: int = 250_000,
-           seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson") -> Result:
+           seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson", probe: str = "cold") -> Result:
     """The default tuner: a spread sample, then a model-guided local search (see `ml`).
 
     `sample_fraction` of the budget goes to a sample that covers every parameter's values
@@ -790,11 +820,13 @@ def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fr
     and px_x > 1 together), a uniform sample holds too few of them and plain one-parameter moves
     cannot reach them: the spread sample and the repaired moves are what take convolution on the
     H200 (9,944 configurations, 99 measurements) from 88% to about 12% over the best
-    (BENCHMARKS.md).
+    (BENCHMARKS.md). `probe` makes the walk try each parameter of its centre at least once when
+    it stalls ("cold", the default: only without seeds or prior measurements; `_local_phase`).
     """
     result = ml(problem, budget, rng, sample_fraction=sample_fraction, local_share=local_share,
                 local_radius=local_radius, spread=spread, model=model, model_options=model_options, prior=prior,
-                avoid_failures=avoid_failures, prediction_sample=prediction_sample, seeds=seeds, pick=pick)
+                avoid_failures=avoid_failures, prediction_sample=prediction_sample, seeds=seeds, pick=pick,
+                probe=probe)
     result.info["strategy"] = "hybrid"
     return result
 
