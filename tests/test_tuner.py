@@ -318,7 +318,7 @@ class _RowModel:
 
 def _probe_walk(probe: bool, budget: int):
     """The local phase from S = (vec 0, inner 0, wide 1, size 1) under a model that is sure any
-    `inner = 1` is 150x slower and every other move a little faster, while the opposite is true."""
+    `inner = 1` is 160x slower and every other move a little faster, while the opposite is true."""
     p = _flag_problem()
     p._measure = lambda c: 0.5 if c["inner"] else 1.0 + 0.01 * (c["wide"] + c["size"])
     session = strategies.Session(p, budget)
@@ -365,8 +365,10 @@ def test_hybrid_probes_cold_only_unless_told():
     warm = STRATEGIES["hybrid"](Synthetic(), 30, np.random.default_rng(0), seeds=seed, **quick)
     always = STRATEGIES["hybrid"](Synthetic(), 30, np.random.default_rng(0), seeds=seed, probe="always", **quick)
     never = STRATEGIES["hybrid"](Synthetic(), 30, np.random.default_rng(0), probe="never", **quick)
-    assert (cold.info["probe"], warm.info["probe"], always.info["probe"], never.info["probe"]) == \
-        (True, False, True, False)
+    known = STRATEGIES["hybrid"](Synthetic(), 30, np.random.default_rng(0), **quick,
+                                 prior=[strategies.Observation(seed[0], 1e-3, {})])
+    assert (cold.info["probe"], warm.info["probe"], always.info["probe"], never.info["probe"],
+            known.info["probe"]) == (True, False, True, False, False)
     with pytest.raises(ValueError, match="probe must be one of cold, always, never"):
         STRATEGIES["hybrid"](Synthetic(), 10, np.random.default_rng(0), probe="sometimes")
 
