@@ -20,6 +20,7 @@ from .errors import ConfigError, suggestion_suffix
 from .ir import types as ty
 from .passes.footprint import (DYNAMIC_UNROLL_FACTORS, AccessAnalysis, analyse_accesses, array_bytes,
                                image_compatible_array, small_read_only_array)
+from .passes.footprint import tile_bytes as footprint_tile_bytes
 from .passes.semantic import ProgramInfo
 from .codegen import interior
 
@@ -449,14 +450,9 @@ def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) 
 
 
 def tile_bytes(info: ProgramInfo, analysis: AccessAnalysis, name: str, wg: list, px: list, interleaved) -> Any:
-    fp = analysis.footprints[name]
-    array = info.arrays[name]
-    element = array.element.dtype.itemsize * (array.element.width if isinstance(array.element, ty.VectorType) else 1)
-    size = element
-    for d in range(len(wg)):
-        span = np.where(interleaved == 1, 1, px[d])
-        size = size * (wg[d] * span + fp.halo_low[d] + fp.halo_high[d])
-    return size
+    """Local-memory tile bytes of image `name` for configurations given as arrays."""
+    span = [np.where(interleaved == 1, 1, p) for p in px]  # as VariantPlan.span
+    return footprint_tile_bytes(info.arrays[name], analysis.footprints[name], wg, span)
 
 
 def _local_memory_constraint(info, analyses, local_params, axes, limits, local_arrays=()) -> Constraint:

@@ -116,6 +116,26 @@ def test_unroll_factors_are_divisors_and_full():
     assert unroll[0].values == [1, 2, 3, 4, 6, 12]
 
 
+def test_local_tile_bytes_are_one_formula_for_the_space_and_the_launch():
+    """The 5x5 convolution's input tile: (wg * span + 4) per axis, 4-byte floats, where span is
+    px blocked and 1 interleaved; the same bytes for the constraint (arrays of configurations)
+    and for the launch (one variant)."""
+    from imagecl.codegen.variant import VariantPlan, tile_bytes_at_launch
+    from imagecl.space import tile_bytes
+
+    prog = imagecl.load(EXAMPLES / "convolution.icl")
+    space = prog.space_for_limits(LIMITS)
+    for interleaved, expected in ((0, (16 * 2 + 4) * (8 * 4 + 4) * 4), (1, (16 + 4) * (8 + 4) * 4)):
+        config = space.complete({"wg_x": 16, "wg_y": 8, "px_x": 2, "px_y": 4, "interleaved": interleaved,
+                                 "local_input": 1})
+        plan = VariantPlan.from_config(prog.info, config)
+        analysis = prog.analysis_for(dict(plan.tunables))
+        assert tile_bytes_at_launch(prog.info, plan, analysis, "input") == expected
+        columns = [np.array([16, 16]), np.array([8, 8])], [np.array([2, 2]), np.array([4, 4])]
+        assert tile_bytes(prog.info, analysis, "input", *columns, np.array([interleaved] * 2)).tolist() == \
+            [expected, expected]
+
+
 def test_device_limits_become_constraints():
     space = imagecl.load(EXAMPLES / "convolution.icl").space_for_limits(LIMITS)
     cols = space.enumerate()

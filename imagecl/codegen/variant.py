@@ -18,7 +18,7 @@ from .. import __version__
 from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.walk import walk
-from ..passes.footprint import AccessAnalysis, Footprint, analyse_accesses
+from ..passes.footprint import AccessAnalysis, Footprint, analyse_accesses, tile_bytes
 from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 from ..resources import resource_dir
 from . import interior
@@ -581,10 +581,7 @@ def launch_geometry(info: ProgramInfo, plan: VariantPlan, grid_xyz: tuple[int, .
 
 
 def tile_bytes_at_launch(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, name: str) -> int:
-    array = info.arrays[name]
-    fp = analysis.footprints[name]
-    element = array.element.dtype.itemsize * (array.element.width if isinstance(array.element, ty.VectorType) else 1)
-    size = element
-    for d in range(array.dims):
-        size *= plan.wg[d] * plan.span(d) + fp.halo_low[d] + fp.halo_high[d]
-    return size
+    """Bytes of image `name`'s local-memory tile in this variant (the space's constraint uses
+    the same formula, `passes.footprint.tile_bytes`)."""
+    span = [plan.span(d) for d in range(len(plan.wg))]
+    return int(tile_bytes(info.arrays[name], analysis.footprints[name], plan.wg, span))

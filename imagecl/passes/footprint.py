@@ -306,6 +306,18 @@ def array_bytes(array: ArrayInfo) -> Optional[int]:
     return math.prod(array.shape) * array.element.dtype.itemsize * lanes
 
 
+def tile_bytes(array: ArrayInfo, footprint: Footprint, wg, span):
+    """Bytes of the local-memory tile of image `array`: the grid points one work-group covers
+    (`wg[d] * span[d]` along dimension d) plus the reads' halo, per dimension of the image.
+    `wg` and `span` may hold NumPy arrays (one entry per configuration), as the tuning space's
+    local-memory constraint passes them, or plain integers for one launch."""
+    lanes = array.element.width if isinstance(array.element, ty.VectorType) else 1
+    size = array.element.dtype.itemsize * lanes
+    for d in range(array.dims):
+        size = size * (wg[d] * span[d] + footprint.halo_low[d] + footprint.halo_high[d])
+    return size
+
+
 def small_read_only_array(array: ArrayInfo) -> bool:
     """A fixed-size array the kernel only reads, small enough to copy per work-group."""
     size = array_bytes(array)
