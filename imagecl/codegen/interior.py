@@ -267,12 +267,13 @@ def close_loops(axes: list[int], pad: str) -> list[str]:
 
 
 def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str],
-                               general_call: str, inside_call: str, tile_load,
+                               general_call: str, inside_call: str, tile_code,
                                tiles: list[RegisterTile], stores: list[str],
                                array_copies: list[str]) -> list[str]:
     """The kernel's body with the interior test and both copies of the per-point loop nest.
-    `tile_load(name, pad, inside)` gives the lines that fill one local-memory tile of an image;
-    `array_copies` copy whole small arrays to local memory first (both paths read them)."""
+    `tile_code` is (geometry(name, pad), fill(name, pad, inside)): the lines that declare one
+    local-memory tile of an image and the lines that fill it; `array_copies` copy whole small
+    arrays to local memory first (both paths read them)."""
     dims = info.grid_dims
     grid = GRID_INDICES[:dims]
     guard = " && ".join(f"{v} < {e}" for v, e in zip(grid, grid_extents))
@@ -284,12 +285,12 @@ def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis
         """Tile loads of both paths, then one barrier outside the branches."""
         if not local:
             return []
-        out = [line for name in local for line in tile_load(name, pad, False) if line.startswith(pad + "const ")]
+        geometry, fill = tile_code
+        out = [line for name in local for line in geometry(name, pad)]
 
-        def fill(inner: str, inside: bool) -> list[str]:
-            return [line for name in local for line in tile_load(name, inner, inside)
-                    if not line.lstrip().startswith(("const ", "barrier("))]
-        return out + both(pad, fill) + [f"{pad}barrier(CLK_LOCAL_MEM_FENCE);"]
+        def fills(inner: str, inside: bool) -> list[str]:
+            return [line for name in local for line in fill(name, inner, inside)]
+        return out + both(pad, fills) + [f"{pad}barrier(CLK_LOCAL_MEM_FENCE);"]
 
     def point_copy(pad: str, inside: bool) -> list[str]:
         """Index declarations and the call for one grid point."""

@@ -398,25 +398,30 @@ def point_signature(info: ProgramInfo, args: list[KernelArg]) -> tuple[list[str]
     return params + [f"const int {g}" for g in grid], values + grid
 
 
-def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footprint, pad: str,
-               inside: bool = False) -> list[str]:
-    """Cooperative load of one image's tile (with halo) into local memory, then a barrier
-    (`inside`: the tile is known to lie inside the image, so reads skip boundary handling)."""
+def _tile_geometry(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footprint, pad: str) -> list[str]:
+    """The declarations of one image's tile: its origin in the image and its extent (with halo)."""
     array = info.arrays[name]
-    dims = array.dims
     origins, extents = tile_origin_names(array), tile_extent_names(array)
     lines = []
-    for d in range(dims):
+    for d in range(array.dims):
         start, size = interior.block_range(plan, d)
         low, high = footprint.halo_low[d], footprint.halo_high[d]
         lines.append(f"{pad}const int {origins[d]} = {start}" + (f" - {low}" if low else "") + ";")
         lines.append(f"{pad}const int {extents[d]} = {size}" + (f" + {low + high}" if low + high else "") + ";")
-    loops = []
-    for d in reversed(range(dims)):
+    return lines
+
+
+def _tile_fill(info: ProgramInfo, plan: VariantPlan, name: str, pad: str, inside: bool = False) -> list[str]:
+    """The work-group's cooperative copy of one image's tile into local memory (`inside`: the
+    tile is known to lie inside the image, so reads skip boundary handling)."""
+    array = info.arrays[name]
+    dims = array.dims
+    origins, extents = tile_origin_names(array), tile_extent_names(array)
+    lines = []
+    for depth, d in enumerate(reversed(range(dims))):
         t = f"imcl_t{AXES[d]}"
-        loops.append(f"for (int {t} = get_local_id({d}); {t} < {extents[d]}; {t} += get_local_size({d}))")
-    for depth, loop in enumerate(loops):
-        lines.append(pad + "    " * depth + loop)
+        lines.append(pad + "    " * depth
+                     + f"for (int {t} = get_local_id({d}); {t} < {extents[d]}; {t} += get_local_size({d}))")
     coords = [f"{origins[d]} + imcl_t{AXES[d]}" for d in range(dims)]
     if dims == 3:
         index = f"(imcl_tz * {extents[1]} + imcl_ty) * {extents[0]} + imcl_tx"
@@ -427,9 +432,14 @@ def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footp
     value = f"{reader}({info.c_name(name)}, {extent_args}, {', '.join(coords)})"
     if inside:
         value = interior.direct_read(info, plan, name, coords)
-    lines.append(pad + "    " * len(loops) + f"imcl_tile_{name}[{index}] = {value};")
-    lines.append(f"{pad}barrier(CLK_LOCAL_MEM_FENCE);")
+    lines.append(pad + "    " * dims + f"imcl_tile_{name}[{index}] = {value};")
     return lines
+
+
+def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footprint, pad: str) -> list[str]:
+    """One image's tile: its geometry, the copy into local memory, then a barrier."""
+    return (_tile_geometry(info, plan, name, footprint, pad) + _tile_fill(info, plan, name, pad)
+            + [f"{pad}barrier(CLK_LOCAL_MEM_FENCE);"])
 
 
 def kernel_body(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, point_call: str) -> list[str]:
@@ -557,11 +567,15 @@ def _add_fast_path(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysi
     }]
     inside_call = f"{name}({', '.join(values)});"
 
-    def tile_load(image: str, pad: str, inside: bool) -> list[str]:
-        return _tile_load(info, plan, image, analysis.footprints[image], pad, inside)
+    def tile_geometry(image: str, pad: str) -> list[str]:
+        return _tile_geometry(info, plan, image, analysis.footprints[image], pad)
+
+    def tile_fill(image: str, pad: str, inside: bool) -> list[str]:
+        return _tile_fill(info, plan, image, pad, inside)
 
     body = interior.kernel_body_with_fast_path(info, plan, analysis, grid_extents(info), point_call, inside_call,
-                                               tile_load, tiles, stores, local_array_copy(info, plan))
+                                               (tile_geometry, tile_fill), tiles, stores,
+                                               local_array_copy(info, plan))
     context["kernel_body"] = "\n".join(body)
 
 
