@@ -136,6 +136,22 @@ def test_local_tile_bytes_are_one_formula_for_the_space_and_the_launch():
             [expected, expected]
 
 
+def test_loops_on_one_line_are_told_apart_by_their_column():
+    prog = imagecl.compile("""
+        #pragma imcl grid(o)
+        void f(Image<int> o, int n) {
+            int s = 0; for (int i = 0; i < 4; i++) s += i; for (int j = 0; j < 6; j++) s += j;
+            while (s < n) { s += 3; } for (int k = 0; k < 2; k++) s += k;
+            for (int m = 0; m < 3; m++) s += m;
+            o[idx][idy] = s;
+        }""")
+    names = sorted(p.name for p in prog.space_for_limits(LIMITS).parameters if p.kind == "unroll")
+    line4 = [n for n in names if n.startswith("unroll_f_l4c")]
+    line5 = [n for n in names if n.startswith("unroll_f_l5c")]
+    assert len(line4) == 2 and len(line5) == 2 and len(set(names)) == len(names)  # while and for on line 5
+    assert "unroll_f_l6" in names  # alone on its line: no column
+
+
 def test_device_limits_become_constraints():
     space = imagecl.load(EXAMPLES / "convolution.icl").space_for_limits(LIMITS)
     cols = space.enumerate()

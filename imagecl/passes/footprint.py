@@ -56,6 +56,12 @@ class Affine:
         return Affine(tuple((k, v * factor) for k, v in self.coeffs if v * factor), self.const * factor)
 
 
+def unroll_parameter(function: str, node: ir.Stmt, clash: bool) -> str:
+    """The tuning parameter of a loop's unroll factor: named by its function and line, and by
+    its column too where another loop starts on the same line."""
+    return f"unroll_{function}_l{node.pos.line}" + (f"c{node.pos.column}" if clash else "")
+
+
 @dataclass
 class LoopInfo:
     """A `for` loop whose variable runs over constants: a candidate for unrolling."""
@@ -67,6 +73,7 @@ class LoopInfo:
     trip_count: int
     function: str
     unrollable: bool  # no break/continue of its own, variable not assigned in the body
+    clash: bool = False  # another loop starts on the same line of the same function
 
     @property
     def values(self) -> range:
@@ -81,9 +88,7 @@ class LoopInfo:
 
     @property
     def parameter(self) -> str:
-        return f"unroll_{self.function}_l{self.node.pos.line}" + (f"c{self.node.pos.column}" if self._clash else "")
-
-    _clash: bool = False
+        return unroll_parameter(self.function, self.node, self.clash)
 
 
 DYNAMIC_UNROLL_FACTORS = [1, 2, 4, 8, 16]  # the paper's factors for the ray traversal loop
@@ -102,7 +107,7 @@ class DynamicLoop:
 
     @property
     def parameter(self) -> str:
-        return f"unroll_{self.function}_l{self.node.pos.line}" + (f"c{self.node.pos.column}" if self.clash else "")
+        return unroll_parameter(self.function, self.node, self.clash)
 
     @property
     def keyword(self) -> str:
@@ -166,14 +171,11 @@ def analyse_accesses(info: ProgramInfo) -> AccessAnalysis:
     for group in seen.values():
         if len(group) > 1:
             for loop in group:
-                if isinstance(loop, DynamicLoop):
-                    loop.clash = True
-                else:
-                    loop._clash = True
+                loop.clash = True
     for dyn in result.dynamic_loops:  # a for loop in both lists takes the name the other list gave it
         same = next((loop for loop in result.loops if loop.node is dyn.node), None)
         if same is not None:
-            dyn.clash = same._clash
+            dyn.clash = same.clash
     _Footprinter(info, result).run()
     return result
 
