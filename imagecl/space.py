@@ -19,8 +19,7 @@ import numpy as np
 from .errors import ConfigError, suggestion_suffix
 from .ir import types as ty
 from .passes.footprint import (DYNAMIC_UNROLL_FACTORS, AccessAnalysis, analyse_accesses, array_bytes,
-                               image_compatible_array, small_read_only_array)
-from .passes.footprint import tile_bytes as footprint_tile_bytes
+                               image_compatible_array, small_read_only_array, tile_bytes as footprint_tile_bytes)
 from .passes.semantic import ProgramInfo
 from .codegen import interior
 

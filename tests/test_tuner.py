@@ -338,11 +338,11 @@ def test_untried_moves_are_the_centres_parameters_no_measured_neighbour_changed(
     for row in ([0, 0, 1, 1], [0, 0, 2, 1], [0, 0, 4, 8], [1, 1, 2, 16]):  # a wide move; two not neighbours
         session.measure(np.array(row))
     pool = strategies._repaired_neighbours(p, centre)
-    untried = strategies._untried_moves(p, session, centre, pool)
+    untried = strategies._untried_moves(p, session, centre, pool, pool)
     assert not untried[(pool[:, 2] != 1) & (pool[:, [0, 1, 3]] == centre[[0, 1, 3]]).all(1)].any()
     assert untried[pool[:, 3] != 1].all() and untried[pool[:, 1] == 1].all()  # size, inner and vec moves
     session.measure(np.array([1, 1, 2, 1]))  # a repaired vec move changes vec, inner and wide at once
-    untried = strategies._untried_moves(p, session, centre, pool)
+    untried = strategies._untried_moves(p, session, centre, pool, pool)
     assert list(np.flatnonzero(untried)) == list(np.flatnonzero((pool != centre)[:, 3]))
 
 

@@ -686,11 +686,13 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     return session.result(**info)
 
 
-def _neighbour_candidates(problem: Problem, session: Session, rows: np.ndarray, radius: int) -> np.ndarray:
-    """Unmeasured (repaired) neighbours of the first of `rows` that has any; [] if none has."""
+def _neighbour_candidates(problem: Problem, session: Session, rows: np.ndarray, radius: int,
+                          first: Optional[np.ndarray] = None) -> np.ndarray:
+    """Unmeasured (repaired) neighbours of the first of `rows` that has any; [] if none has.
+    `first`: the repaired neighbours of rows[0], where the caller has them already."""
     measured = session.measured_index()
-    for row in rows:  # the best's neighbours first; further ones only when those are used up
-        pool = _repaired_neighbours(problem, row)
+    for i, row in enumerate(rows):  # the best's neighbours first; further ones only when those are used up
+        pool = first if i == 0 and first is not None else _repaired_neighbours(problem, row)
         for _ in range(radius - 1):
             pool = _neighbour_pool(problem, pool)
         pool = pool[~np.isin(problem.index(pool), measured)]
@@ -699,12 +701,12 @@ def _neighbour_candidates(problem: Problem, session: Session, rows: np.ndarray, 
     return np.zeros((0, len(problem.parameters)), np.int64)
 
 
-def _untried_moves(problem: Problem, session: Session, centre: np.ndarray, pool: np.ndarray) -> np.ndarray:
-    """Which rows of `pool` change a parameter that no measured (repaired) neighbour of `centre`
-    has changed: the centre's coordinates not probed yet."""
-    rows = np.array(list(session.times), dtype=np.int64).reshape(-1, len(centre))
-    around = rows[np.isin(problem.index(rows), problem.index(_repaired_neighbours(problem, centre)))]
-    probed = (around != centre).any(0)
+def _untried_moves(problem: Problem, session: Session, centre: np.ndarray, around: np.ndarray,
+                   pool: np.ndarray) -> np.ndarray:
+    """Which rows of `pool` change a parameter that no measured one of `around` (the repaired
+    neighbours of `centre`) has changed: the centre's coordinates not probed yet."""
+    measured = around[np.isin(problem.index(around), session.measured_index())]
+    probed = (measured != centre).any(0)
     return ((pool != centre) & ~probed).any(1)
 
 
@@ -776,14 +778,15 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
         if len(best) == 0:
             break
         centre = best[0]
-        pool = _neighbour_candidates(problem, session, best, radius)
+        around = _repaired_neighbours(problem, centre)
+        pool = _neighbour_candidates(problem, session, best, radius, first=around)
         if len(pool) == 0:
             pool = _unmeasured_sample(problem, session, ranker.rng)
             if len(pool) == 0:
                 break
         model = refit_if_due(model)
         if probe and stale > 0:
-            untried = _untried_moves(problem, session, centre, pool)
+            untried = _untried_moves(problem, session, centre, around, pool)
             pool = pool[untried] if untried.any() else pool
         before = session.best_time
         session.measure(_pick(ranker, model, failures, pool, pick))
