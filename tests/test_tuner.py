@@ -373,6 +373,50 @@ def test_hybrid_probes_cold_only_unless_told():
         STRATEGIES["hybrid"](Synthetic(), 10, np.random.default_rng(0), probe="sometimes")
 
 
+def _chain_times(rows: np.ndarray) -> np.ndarray:
+    """A ridge of small gains: 0.1% faster per step up in log2(size) or log2(wide), but only
+    while the two stay within one step of each other (1.01 off the ridge, vec or inner 1.5)."""
+    rows = np.asarray(rows)
+    j, i = np.log2(rows[:, 3]), np.log2(rows[:, 2])
+    on_ridge = (np.abs(j - i) <= 1) & (rows[:, 0] == 0) & (rows[:, 1] == 0)
+    return np.where(on_ridge, 1.0 - 0.001 * (i + j), np.where(rows[:, :2].any(1), 1.5, 1.01))
+
+
+def _ridge_walk(min_gain: float):
+    p = _flag_problem()
+    p._measure = lambda c: float(_chain_times(np.array([[c[n] for n in p.names]]))[0])
+    session = strategies.Session(p, 12)
+    for row in ([0, 0, 1, 1], [1, 1, 8, 32]):  # the start, and a slow one far from it
+        session.measure(np.array(row))
+    ranker = strategies._Ranker(p, "bnn", {}, 0, [], 250_000, np.random.default_rng(0))
+    model = _RowModel(lambda rows: np.log(_chain_times(rows)))  # a model that knows the truth
+    ranker._features = lambda rows, extra=None: np.asarray(rows)
+    ranker.fit = lambda session: model
+    strategies._local_phase(p, session, ranker, model, None, patience=3, pick="mean", probe=False,
+                            min_gain=min_gain)
+    return p, session
+
+
+def test_a_walk_follows_a_ridge_of_small_gains():
+    """Each step along the ridge is 0.2% faster (one parameter moves two places), a new best with
+    new neighbours: the walk follows it to its end, (wide 8, size 16), in 4 steps. When only
+    gains of 0.5% or more count (`min_gain=0.005`, the rule before), the walk gives the centre up
+    after `patience` steps, one short of the end, and restarts at the far, slow configuration
+    (it comes back only after `patience` more)."""
+    p, session = _ridge_walk(min_gain=0.0)
+    walk = [t for _, t in session.history[2:6]]
+    assert walk == sorted(walk, reverse=True) and len(set(walk)) == 4  # a new best at every step
+    assert session.best_time == pytest.approx(1.0 - 0.001 * 7)
+    assert p.config(session.best_key) == {"vec": 0, "inner": 0, "wide": 8, "size": 16}
+    p, session = _ridge_walk(min_gain=0.005)
+    far = np.array([1, 1, 8, 32])
+    restarted = [np.array([c[n] for n in p.names]) for c, _ in session.history[5:8]]
+    assert all((row != far).sum() <= 2 for row in restarted), restarted  # around the far one
+    assert min(t for _, t in session.history[:8]) == pytest.approx(1.0 - 0.001 * 5)
+    with pytest.raises(ValueError, match=r"min_gain must be in \[0, 1\)"):
+        STRATEGIES["hybrid"](Synthetic(), 10, np.random.default_rng(0), min_gain=1.5)
+
+
 def test_ml_fixed_second_stage_and_threshold_options():
     quick = {"model_options": {"epochs": 300}}
     p = Synthetic()
