@@ -399,22 +399,53 @@ def _ridge_walk(min_gain: float):
 
 def test_a_walk_follows_a_ridge_of_small_gains():
     """Each step along the ridge is 0.2% faster (one parameter moves two places), a new best with
-    new neighbours: the walk follows it to its end, (wide 8, size 16), in 4 steps. When only
-    gains of 0.5% or more count (`min_gain=0.005`, the rule before), the walk gives the centre up
-    after `patience` steps, one short of the end, and restarts at the far, slow configuration
-    (it comes back only after `patience` more)."""
+    new neighbours: the walk follows it to its end, (wide 8, size 16), in 4 steps, and measures
+    `patience` of the end's neighbours before it gives the end up. When only gains of 0.5% or
+    more count (`min_gain=0.005`, the rule before), the gains on the ridge counted as stalls; the
+    walk still follows the ridge (each new best is faster than the centres given up on the way,
+    so it stays a centre) but gives the end up sooner."""
     p, session = _ridge_walk(min_gain=0.0)
     walk = [t for _, t in session.history[2:6]]
     assert walk == sorted(walk, reverse=True) and len(set(walk)) == 4  # a new best at every step
     assert session.best_time == pytest.approx(1.0 - 0.001 * 7)
     assert p.config(session.best_key) == {"vec": 0, "inner": 0, "wide": 8, "size": 16}
+    # the ridge's end is given up after `patience` (3) of its neighbours, and the walk restarts
+    # at the far configuration, whose first step (its predicted best neighbour) is (0, 0, 8, 32)
+    keys = [tuple(c[n] for n in p.names) for c, _ in session.history]
+    assert keys.index((0, 0, 8, 32)) == 5 + 1 + 3
     p, session = _ridge_walk(min_gain=0.005)
-    far = np.array([1, 1, 8, 32])
-    restarted = [np.array([c[n] for n in p.names]) for c, _ in session.history[5:8]]
-    assert all((row != far).sum() <= 2 for row in restarted), restarted  # around the far one
-    assert min(t for _, t in session.history[:8]) == pytest.approx(1.0 - 0.001 * 5)
+    # the small gains on the way counted as stalls, so the end is given up one neighbour sooner
+    keys = [tuple(c[n] for n in p.names) for c, _ in session.history]
+    assert session.best_time == pytest.approx(1.0 - 0.001 * 7) and keys.index((0, 0, 8, 32)) == 5 + 1 + 2
     with pytest.raises(ValueError, match=r"min_gain must be in \[0, 1\)"):
         STRATEGIES["hybrid"](Synthetic(), 10, np.random.default_rng(0), min_gain=1.5)
+
+
+def _given_up_times(rows: np.ndarray) -> np.ndarray:
+    """A (0, 0, 1, 1) 1.0 and F (0, 1, 2, 2) 1.2, three parameters apart; F's neighbour N
+    (0, 0, 2, 2) 0.9, two parameters from A; N's neighbour B (0, 0, 2, 4) 0.5; the rest 1.3."""
+    known = {(0, 0, 1, 1): 1.0, (0, 1, 2, 2): 1.2, (0, 0, 2, 2): 0.9, (0, 0, 2, 4): 0.5}
+    return np.array([known.get(tuple(int(v) for v in row), 1.3) for row in np.asarray(rows)])
+
+
+def test_a_new_best_near_a_centre_given_up_is_a_centre():
+    """The walk gives A up after `patience` slower neighbours and restarts at F, whose best
+    neighbour N beats A. N lies within two parameters of A, but it was not known when A was
+    given up: it becomes the centre, and its neighbour B, the best, is measured next. Before,
+    rows near a centre given up were never centres, so the walk stayed around F."""
+    p = _flag_problem()
+    p._measure = lambda c: float(_given_up_times(np.array([[c[n] for n in p.names]]))[0])
+    session = strategies.Session(p, 8)
+    for row in ([0, 0, 1, 1], [0, 1, 2, 2]):
+        session.measure(np.array(row))
+    ranker = strategies._Ranker(p, "bnn", {}, 0, [], 250_000, np.random.default_rng(0))
+    model = _RowModel(lambda rows: np.log(_given_up_times(rows)))  # a model that knows the truth
+    ranker._features = lambda rows, extra=None: np.asarray(rows)
+    ranker.fit = lambda session: model
+    strategies._local_phase(p, session, ranker, model, None, patience=2, pick="mean", probe=False)
+    times = [t for _, t in session.history]
+    assert times[2:4] == [1.3, 1.3] and times[4] == 0.9  # A given up, then F's best neighbour, N
+    assert times[5] == 0.5 and session.best_time == 0.5
 
 
 def test_ml_fixed_second_stage_and_threshold_options():

@@ -750,14 +750,19 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
     eighth of the budget, at least 10) without a better configuration, the walk's centre is
     given up: it restarts from the best measured configuration more than two parameters away
     from every centre given up, so a search stuck in the basin of a 2x slower variant family
-    (scalar instead of vectorised loads, say) tries the other families it sampled. A new best
-    counts as progress when it is `min_gain` (relative) faster than the one before; by default
-    any new best does, however small: it is a new centre with new neighbours. When gains under
-    0.5% counted as stalls (`min_gain=0.005`, the rule before), a walk on the H200 convolution
-    space that had just reached a configuration 4.5% off the best, one move from it, gave its
-    region up (the new best lay within two parameters of the abandoned centre) and spent its
-    last 28 measurements on configurations 1.4x the best. Over 120 paired replays at 1% of that
-    space the mean went from 8.5% to 4.7% with any gain counted (BENCHMARKS.md).
+    (scalar instead of vectorised loads, say) tries the other families it sampled. A
+    configuration faster than every centre given up is a centre wherever it lies: it was not
+    known when they were given up. Without that, a walk on the H200 convolution space found a
+    configuration 1.21x the best two parameters from a centre it had given up, never searched
+    around it and ended there, with a configuration 1.05x the best one move from it and the
+    best two. A new best counts as progress when it is `min_gain` (relative) faster than the
+    one before; by default any new best does, however small: it is a new centre with new
+    neighbours. When gains under 0.5% counted as stalls (`min_gain=0.005`, the rule before), a
+    walk on the H200 convolution space that had just reached a configuration 4.5% off the best,
+    one move from it, gave its region up (the new best lay within two parameters of the
+    abandoned centre) and spent its last 28 measurements on configurations 1.4x the best. Over
+    120 paired replays at 1% of that space the mean went from 8.5% to 4.7% with any gain
+    counted (BENCHMARKS.md).
 
     `probe`: after a measurement that did not improve, the next one changes a parameter of the
     centre that no measured neighbour has changed yet, while there is one (the model, or its
@@ -784,6 +789,9 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
         best = _best_rows(session, 64)
         if abandoned:
             far = np.array([min(int((row != a).sum()) for a in abandoned) > 2 for row in best], dtype=bool)
+            # faster than every centre given up: not known when they were, so a centre again
+            given_up = min(session.times[tuple(int(v) for v in a)] for a in abandoned)
+            far |= np.array([session.times[tuple(int(v) for v in row)] < given_up for row in best], dtype=bool)
             best = best[far] if far.any() else best
         best = best[:width]
         if len(best) == 0:
