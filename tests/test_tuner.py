@@ -316,18 +316,28 @@ class _RowModel:
         return self.log_time(np.asarray(X)), np.zeros(len(X))
 
 
+def _fixed_model_walk(measure, log_time, start, budget: int, **options):
+    """The local phase on `_flag_problem` from the configurations `start` (rows, measured first),
+    timed by `measure(config)`, under a model that predicts `log_time(rows)` and never learns."""
+    p = _flag_problem()
+    p._measure = measure
+    session = strategies.Session(p, budget)
+    for row in start:
+        session.measure(np.array(row))
+    ranker = strategies._Ranker(p, "bnn", {}, 0, [], 250_000, np.random.default_rng(0))
+    model = _RowModel(log_time)
+    ranker._features = lambda rows, extra=None: np.asarray(rows)
+    ranker.fit = lambda session: model
+    strategies._local_phase(p, session, ranker, model, None, **options)
+    return p, session
+
+
 def _probe_walk(probe: bool, budget: int):
     """The local phase from S = (vec 0, inner 0, wide 1, size 1) under a model that is sure any
     `inner = 1` is 160x slower and every other move a little faster, while the opposite is true."""
-    p = _flag_problem()
-    p._measure = lambda c: 0.5 if c["inner"] else 1.0 + 0.01 * (c["wide"] + c["size"])
-    session = strategies.Session(p, budget)
-    session.measure(np.array([0, 0, 1, 1]))
-    ranker = strategies._Ranker(p, "bnn", {}, 0, [], 250_000, np.random.default_rng(0))
-    model = _RowModel(lambda rows: np.where(rows[:, 1] == 1, 5.0, -0.1))
-    ranker._features = lambda rows, extra=None: np.asarray(rows)
-    ranker.fit = lambda session: model
-    strategies._local_phase(p, session, ranker, model, None, pick="mean", probe=probe)
+    p, session = _fixed_model_walk(lambda c: 0.5 if c["inner"] else 1.0 + 0.01 * (c["wide"] + c["size"]),
+                                   lambda rows: np.where(rows[:, 1] == 1, 5.0, -0.1), [[0, 0, 1, 1]], budget,
+                                   pick="mean", probe=probe)
     return [np.array([c[n] for n in p.names]) for c, _ in session.history[1:]], session.best_time
 
 
@@ -382,19 +392,15 @@ def _chain_times(rows: np.ndarray) -> np.ndarray:
     return np.where(on_ridge, 1.0 - 0.001 * (i + j), np.where(rows[:, :2].any(1), 1.5, 1.01))
 
 
+def _true_model_walk(times, start, budget: int, **options):
+    """`_fixed_model_walk` where the configurations take `times(rows)` and the model knows it."""
+    return _fixed_model_walk(lambda c: float(times(np.array([[c["vec"], c["inner"], c["wide"], c["size"]]]))[0]),
+                             lambda rows: np.log(times(rows)), start, budget, pick="mean", probe=False, **options)
+
+
 def _ridge_walk(min_gain: float):
-    p = _flag_problem()
-    p._measure = lambda c: float(_chain_times(np.array([[c[n] for n in p.names]]))[0])
-    session = strategies.Session(p, 12)
-    for row in ([0, 0, 1, 1], [1, 1, 8, 32]):  # the start, and a slow one far from it
-        session.measure(np.array(row))
-    ranker = strategies._Ranker(p, "bnn", {}, 0, [], 250_000, np.random.default_rng(0))
-    model = _RowModel(lambda rows: np.log(_chain_times(rows)))  # a model that knows the truth
-    ranker._features = lambda rows, extra=None: np.asarray(rows)
-    ranker.fit = lambda session: model
-    strategies._local_phase(p, session, ranker, model, None, patience=3, pick="mean", probe=False,
-                            min_gain=min_gain)
-    return p, session
+    # the start, and a slow one far from it
+    return _true_model_walk(_chain_times, [[0, 0, 1, 1], [1, 1, 8, 32]], 12, patience=3, min_gain=min_gain)
 
 
 def test_a_walk_follows_a_ridge_of_small_gains():
@@ -433,16 +439,7 @@ def test_a_new_best_near_a_centre_given_up_is_a_centre():
     neighbour N beats A. N lies within two parameters of A, but it was not known when A was
     given up: it becomes the centre, and its neighbour B, the best, is measured next. Before,
     rows near a centre given up were never centres, so the walk stayed around F."""
-    p = _flag_problem()
-    p._measure = lambda c: float(_given_up_times(np.array([[c[n] for n in p.names]]))[0])
-    session = strategies.Session(p, 8)
-    for row in ([0, 0, 1, 1], [0, 1, 2, 2]):
-        session.measure(np.array(row))
-    ranker = strategies._Ranker(p, "bnn", {}, 0, [], 250_000, np.random.default_rng(0))
-    model = _RowModel(lambda rows: np.log(_given_up_times(rows)))  # a model that knows the truth
-    ranker._features = lambda rows, extra=None: np.asarray(rows)
-    ranker.fit = lambda session: model
-    strategies._local_phase(p, session, ranker, model, None, patience=2, pick="mean", probe=False)
+    _, session = _true_model_walk(_given_up_times, [[0, 0, 1, 1], [0, 1, 2, 2]], 8, patience=2)
     times = [t for _, t in session.history]
     assert times[2:4] == [1.3, 1.3] and times[4] == 0.9  # A given up, then F's best neighbour, N
     assert times[5] == 0.5 and session.best_time == 0.5
