@@ -333,3 +333,11 @@ def test_cli_rejects_bad_input(capsys, argv, message):
     code, out, err = run_cli(capsys, "features", *argv, "--no-measure")
     assert code == 1 and out == ""
     assert message in err and "Traceback" not in err and "internal error" not in err
+
+
+def test_every_vector_field_is_documented():
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "features.md").read_text()
+    for name in ProgramFeatures.names() + DeviceFeatures.names() + list(CONFIG_FIELDS):
+        # a family of names may be documented as `prefix_x`/`_y`/`_z`
+        prefix, suffix = name.rsplit("_", 1) if "_" in name else (name, "")
+        assert f"`{name}`" in doc or (f"`{prefix}_" in doc and f"`_{suffix}`" in doc), name
