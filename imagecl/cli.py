@@ -603,10 +603,7 @@ def _features(args) -> int:
     if shape is not None and len(shape) != program.info.grid_dims:
         raise ArgumentError(f"--size has {len(shape)} dimensions but the grid of '{program.name}' has "
                             f"{program.info.grid_dims}")
-    config = _parse_config(args.config)
-    if config is not None and shape is None:
-        raise ArgumentError("--config needs --size: the encoding includes the launch at that size")
-    data = collect(program, args.device, tuple(reversed(shape)) if shape else None, config,
+    data = collect(program, args.device, tuple(reversed(shape)) if shape else None, _parse_config(args.config),
                    measure=not args.no_measure)
     print(json.dumps(data, indent=2))
     return 0

@@ -318,18 +318,43 @@ def test_cli_prints_json(capsys):
     assert data["size"]["depth"] == 4 and "config" not in data and data["program"]["grid_dims"] == 3
 
 
+FIXED_GRID = """
+#pragma imcl grid_size(100, 50)
+void f(float* out, int n) {
+    int i = idx + idy * 100;
+    out[i] = (float)(i * n);
+}
+"""
+
+
+def test_cli_fixed_grid_size_is_the_size(capsys, tmp_path):
+    (tmp_path / "fixed.icl").write_text(FIXED_GRID)
+    code, out, err = run_cli(capsys, "features", str(tmp_path / "fixed.icl"), "--device", "pthread", "--no-measure",
+                             "--config", '{"wg_x": 8, "wg_y": 2}')
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["size"]["width"], data["size"]["height"]) == (100, 50)
+    assert data["config"]["points"] == 5000 and data["config"]["work_items"] == 104 * 50
+    out_buffer = data["program"]["buffers"][0]
+    assert (out_buffer["kind"], out_buffer["writes_per_point"]) == ("pointer", 1)
+    # idy * 100 and i * n: the index is computed outside the subscript, so it is arithmetic
+    assert (data["program"]["ops"]["int_mul"], data["program"]["ops"]["int_add"]) == (2, 1)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["missing.icl"], "no such file"),
     (["{ex}/sobel.icl", "--size", "64"], "--size"),
     (["{ex}/sobel.icl", "--size", "8x8x8"], "dimensions"),
-    (["{ex}/sobel.icl", "--config", '{"wg_x": 8}'], "needs --size"),
+    (["{ex}/sobel.icl", "--config", '{"wg_x": 8}'], "give the size (--size)"),
+    (["{tmp}/fixed.icl", "--size", "64x64"], "fixed grid of 100x50"),
     (["{ex}/sobel.icl", "--size", "8x8", "--config", "{bad"], "not valid JSON"),
     (["{ex}/sobel.icl", "--size", "8x8", "--config", '{"wg_q": 8}'], "not a tuning parameter"),
     (["{ex}/sobel.icl", "--size", "8x8", "--config", '{"wg_x": 3}'], "must be one of"),
     (["{ex}/sobel.icl", "--device", "no such device"], "no OpenCL device matches"),
 ])
-def test_cli_rejects_bad_input(capsys, argv, message):
-    argv = [a.replace("{ex}", str(EXAMPLES)) for a in argv]
+def test_cli_rejects_bad_input(capsys, tmp_path, argv, message):
+    (tmp_path / "fixed.icl").write_text(FIXED_GRID)
+    argv = [a.replace("{ex}", str(EXAMPLES)).replace("{tmp}", str(tmp_path)) for a in argv]
     code, out, err = run_cli(capsys, "features", *argv, "--no-measure")
     assert code == 1 and out == ""
     assert message in err and "Traceback" not in err and "internal error" not in err

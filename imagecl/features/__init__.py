@@ -32,14 +32,21 @@ def collect(program: Any, device: Any = None, shape_xyz: Optional[tuple[int, ...
             config: Optional[Mapping[str, Any]] = None, measure: bool = True,
             with_device: bool = True) -> dict[str, Any]:
     """Everything `imagecl features` prints, as a JSON-ready dict: the program's features, the
-    device's (`device`: index, name fragment or pyopencl Device), the problem size (x first) and,
-    with `config` (which needs the size), the configuration's encoding on that device."""
+    device's (`device`: index, name fragment or pyopencl Device), the problem size (x first; a
+    program with a fixed `grid_size` has its own) and, with `config` (which needs the size), the
+    configuration's encoding on that device."""
     from ..errors import ArgumentError
     from ..runtime.devices import select_device
     from ..space import DeviceLimits
 
+    fixed = tuple(program.info.grid_size) if program.info.grid_size else None
+    if fixed is not None:  # grid_size(...): the program's size is its own
+        if shape_xyz is not None and tuple(shape_xyz) != fixed:
+            raise ArgumentError(f"'{program.name}' has a fixed grid of {'x'.join(map(str, fixed))} points "
+                                f"(grid_size); give that size or none")
+        shape_xyz = fixed
     if config is not None and shape_xyz is None:
-        raise ArgumentError("a configuration is encoded for a problem size: give the size too")
+        raise ArgumentError("a configuration is encoded for a problem size: give the size (--size) too")
     cl_device = select_device(device) if with_device or config is not None else None
     encoding, tunables = None, {}
     if config is not None:
