@@ -160,6 +160,8 @@ def test_config_encoding_shared_across_programs():
             assert v["wg_total"] == v["wg_x"] * v["wg_y"] * v["wg_z"]
             assert v["px_total"] == v["px_x"] * v["px_y"] * v["px_z"]
             assert v["parameters"] == len(space.parameters)
+            if len(shape) == 2:  # no z axis: one work-item and one point deep
+                assert v["wg_z"] == v["px_z"] == 1
             assert 0 <= v["idle_fraction"] < 1
     assert {len(v) for v in vectors} == {len(CONFIG_FIELDS)}
 
@@ -181,6 +183,18 @@ def test_config_encoding_derived_launch_quantities():
     # a grid that no work-group size divides: the launch rounds up and some slots idle
     odd = encode_config(program, space, {"wg_x": 16, "wg_y": 16}, (100, 100)).to_dict()
     assert odd["work_items"] == 112 * 112 and odd["idle_fraction"] == pytest.approx(1 - 100 * 100 / (112 * 112))
+
+
+def test_config_encoding_of_data_dependent_loops():
+    # unsharp's loops pass their counters to a helper, so the space unrolls them partially, as
+    # loops of unknown trip count (factors 1..16), although they run 3 times
+    program = load("unsharp")
+    space = program.space_for_limits(LIMITS)
+    unroll = [p.name for p in space.parameters if p.kind == "unroll"]
+    assert len(unroll) == 2 and all(space.parameter(p).values == [1, 2, 4, 8, 16] for p in unroll)
+    v = encode_config(program, space, {unroll[0]: 4, unroll[1]: 16}, (64, 64)).to_dict()
+    assert v["dynamic_unroll_log2_mean"] == 3 and v["unroll_log2_mean"] == 3 and v["unroll_log2_max"] == 4
+    assert v["unroll_full_fraction"] == 0
 
 
 def test_config_encoding_rejects_configurations_outside_the_space():
@@ -366,3 +380,29 @@ def test_every_vector_field_is_documented():
         # a family of names may be documented as `prefix_x`/`_y`/`_z`
         prefix, suffix = name.rsplit("_", 1) if "_" in name else (name, "")
         assert f"`{name}`" in doc or (f"`{prefix}_" in doc and f"`_{suffix}`" in doc), name
+
+
+def test_columnar_encoding_of_a_whole_space_agrees_with_code_generation():
+    from imagecl.codegen.variant import VariantPlan, launch_geometry, tile_bytes_at_launch
+    from imagecl.features import encode_columns
+
+    program = load("convolution")
+    space = program.space_for_limits(LIMITS)
+    sample = space.random(300, seed=2)
+    columns = {name: np.array([c[name] for c in sample]) for name in space.names}
+    rows = encode_columns(program, space, columns, (100, 75))
+    count = len(sample)
+    assert rows.shape == (count, len(CONFIG_FIELDS)) and np.isfinite(rows).all()
+    field = {name: j for j, name in enumerate(CONFIG_FIELDS)}
+    rng = np.random.default_rng(0)
+    for i in rng.choice(count, 100, replace=False):
+        config = {k: int(v[i]) for k, v in columns.items()}
+        plan = VariantPlan.from_config(program.info, config)
+        global_size, local_size = launch_geometry(program.info, plan, (100, 75))
+        assert rows[i, field["work_items"]] == global_size[0] * global_size[1]
+        assert rows[i, field["work_groups"]] == (global_size[0] // local_size[0]) * (global_size[1] // local_size[1])
+        analysis = program.analysis_for({})
+        tiles = tile_bytes_at_launch(program.info, plan, analysis, "input") if config["local_input"] else 0
+        assert rows[i, field["local_mem_bytes"]] == tiles + 100 * config.get("local_filter", 0)
+    with pytest.raises(ConfigError):
+        encode_columns(program, space, {"wg_x": np.array([1])}, (100, 75))

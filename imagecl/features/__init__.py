@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from .config import CONFIG_FIELDS, ConfigEncoding, encode_config, size_features, size_names
+from .config import CONFIG_FIELDS, ConfigEncoding, encode_columns, encode_config, size_features, size_names
 from .device import DeviceFeatures, device_features
 from .program import BufferFeatures, ProgramFeatures, program_features
 
 __all__ = ["CONFIG_FIELDS", "BufferFeatures", "ConfigEncoding", "DeviceFeatures", "ProgramFeatures",
-           "collect", "device_features", "encode_config", "features_of", "program_features", "size_features",
-           "size_names"]
+           "collect", "device_features", "encode_columns", "encode_config", "features_of", "program_features",
+           "size_features", "size_names"]
 
 
 def features_of(program: Any, tunables: Optional[Mapping[str, int]] = None) -> ProgramFeatures:

@@ -15,9 +15,10 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from ..codegen.variant import VariantPlan, launch_geometry, tile_bytes_at_launch
+from ..errors import ConfigError
 from ..passes.footprint import array_bytes
 from ..space import AXES, Space
+from ..space import tile_bytes as space_tile_bytes
 
 # name -> what it means; the order is the vector's
 CONFIG_FIELDS: dict[str, str] = {
@@ -88,64 +89,98 @@ def encode_config(program: Any, space: Space, config: Optional[Mapping[str, Any]
                   shape_xyz: tuple[int, ...]) -> ConfigEncoding:
     """The configuration `config` of `program`'s space `space` (completed with the defaults and
     checked: a ConfigError says what is wrong) for a problem of `shape_xyz` grid points, x first."""
-    info = program.info
     full = space.complete(config)
-    plan = VariantPlan.from_config(info, full)
-    params = {p.name: p for p in space.parameters}
-    read_images = [n for n, a in info.arrays.items() if a.kind == "image" and a.reads]
-    read_only = [n for n, a in info.arrays.items() if a.kind != "image" and a.reads and not a.is_written]
-    fixed_arrays = {n for n, a in info.arrays.items() if a.kind == "array"}
+    row = encode_columns(program, space, {k: np.array([v]) for k, v in full.items()}, shape_xyz)[0]
+    return ConfigEncoding({k: float(v) for k, v in zip(CONFIG_FIELDS, row)})
 
-    def chosen(prefix: str, names) -> int:
-        return sum(1 for n in names if full.get(f"{prefix}{n}", 0))
 
-    unroll = [p for p in space.parameters if p.kind == "unroll"]
-    analysis = program.analysis_for(dict(plan.tunables))
-    constant_loops = {loop.parameter: loop.trip_count for loop in analysis.loops if loop.unrollable}
-    dynamic = [p for p in unroll if p.name not in constant_loops]
-    logs = [math.log2(full[p.name]) for p in unroll]
-    full_unrolls = [full[p.name] == constant_loops[p.name] for p in unroll if p.name in constant_loops]
+def encode_columns(program: Any, space: Space, columns: Mapping[str, np.ndarray],
+                   shape_xyz: tuple[int, ...]) -> np.ndarray:
+    """`encode_config` for many configurations at once: `columns` holds one array of values per
+    parameter of the space, as `Space.enumerate` and `Space.valid_mask` take them (valid
+    configurations: they are not checked here); returns one row of CONFIG_FIELDS per
+    configuration. A model scores a whole space of hundreds of thousands this way in a second."""
+    info = program.info
+    missing = [p.name for p in space.parameters if p.name not in columns]
+    if missing:
+        raise ConfigError(f"no values for the parameters {', '.join(missing)}")
+    n = len(next(iter(columns.values()))) if columns else 1
+    ones = np.ones(n, dtype=np.int64)
+    col = {k: np.asarray(v, dtype=np.int64) for k, v in columns.items()}
+
+    def get(name: str, default: int = 0) -> np.ndarray:
+        return col[name] if name in col else default * ones
+
+    read_images = [name for name, a in info.arrays.items() if a.kind == "image" and a.reads]
+    read_only = [name for name, a in info.arrays.items() if a.kind != "image" and a.reads and not a.is_written]
+    fixed_arrays = [name for name, a in info.arrays.items() if a.kind == "array"]
+
+    def chosen(prefix: str, names: list[str]) -> np.ndarray:
+        return sum((get(prefix + name) for name in names), 0 * ones)
+
+    def fraction(count: np.ndarray, names: list[str]) -> np.ndarray:
+        return count / len(names) if names else 0.0 * ones
 
     dims = info.grid_dims
+    wg = [get(f"wg_{a}", 1) for a in AXES]
+    px = [get(f"px_{a}", 1) for a in AXES]
     grid = tuple(info.grid_size) if info.grid_size else tuple(shape_xyz)
-    global_size, local_size = launch_geometry(info, plan, grid)
-    work_items = math.prod(global_size)
-    local_size = local_size or (1,) * dims
-    work_groups = math.prod(g // w for g, w in zip(global_size, local_size))
-    local_bytes = sum(tile_bytes_at_launch(info, plan, analysis, n) for n in plan.local_mem
-                      if info.arrays[n].kind == "image")
-    local_bytes += sum(array_bytes(info.arrays[n]) or 0 for n in plan.local_mem if n in fixed_arrays)
-
-    wg = [full.get(f"wg_{a}", 1) for a in AXES]
-    px = [full.get(f"px_{a}", 1) for a in AXES]
+    # as codegen's launch_geometry: points per work-item rounded up, then to whole work-groups
+    groups = [-(-(-(-g // p)) // w) for g, p, w in zip(grid, px, wg)]
+    work_items = np.prod([k * w for k, w in zip(groups, wg[:dims])], axis=0)
     points = math.prod(grid)
-    values: dict[str, float] = {
-        "wg_x": wg[0], "wg_y": wg[1], "wg_z": wg[2], "wg_total": math.prod(wg),
-        "px_x": px[0], "px_y": px[1], "px_z": px[2], "px_total": math.prod(px),
-        "interleaved": full.get("interleaved", 0),
+
+    unroll = [p for p in space.parameters if p.kind == "unroll"]
+    constant_trips = {}  # parameter -> trip count, per assignment of the tunables
+    local_bytes = 0 * ones
+    for key, analysis in program.analyses.items():
+        mask = np.ones(n, dtype=bool)
+        for name, value in key:
+            mask &= get(name) == value
+        for loop in analysis.loops:
+            if loop.unrollable:
+                constant_trips.setdefault(loop.parameter, 0 * ones)
+                constant_trips[loop.parameter] = np.where(mask, loop.trip_count, constant_trips[loop.parameter])
+        for name in read_images:
+            if f"local_{name}" in col:
+                tiles = space_tile_bytes(info, analysis, name, wg[:dims], px[:dims], get("interleaved"))
+                local_bytes = local_bytes + np.where(mask & (col[f"local_{name}"] == 1), tiles, 0)
+    for name in fixed_arrays:
+        local_bytes = local_bytes + get(f"local_{name}") * (array_bytes(info.arrays[name]) or 0)
+    logs = [np.log2(col[p.name]) for p in unroll]
+    dynamic = [np.log2(col[p.name]) for p in unroll if p.name not in constant_trips]
+    full_unrolls = [col[p] == trips for p, trips in constant_trips.items() if p in col]
+    zero = 0.0 * ones
+
+    values = {
+        "wg_x": wg[0], "wg_y": wg[1], "wg_z": wg[2], "wg_total": wg[0] * wg[1] * wg[2],
+        "px_x": px[0], "px_y": px[1], "px_z": px[2], "px_total": px[0] * px[1] * px[2],
+        "interleaved": get("interleaved"),
         "image_images": chosen("image_", read_images),
-        "image_images_fraction": chosen("image_", read_images) / len(read_images) if read_images else 0,
+        "image_images_fraction": fraction(chosen("image_", read_images), read_images),
         "local_images": chosen("local_", read_images),
-        "local_images_fraction": chosen("local_", read_images) / len(read_images) if read_images else 0,
+        "local_images_fraction": fraction(chosen("local_", read_images), read_images),
         "image_arrays": chosen("image_", fixed_arrays),
         "local_arrays": chosen("local_", fixed_arrays),
         "constant_arrays": chosen("constant_", read_only),
-        "constant_arrays_fraction": chosen("constant_", read_only) / len(read_only) if read_only else 0,
-        "interior": full.get("interior", 0),
-        "vector_x": full.get("vector_x", 0),
-        "unroll_loops": len(unroll),
-        "unroll_log2_mean": sum(logs) / len(logs) if logs else 0,
-        "unroll_log2_max": max(logs, default=0),
-        "unroll_full_fraction": sum(full_unrolls) / len(full_unrolls) if full_unrolls else 0,
-        "dynamic_unroll_log2_mean": (sum(math.log2(full[p.name]) for p in dynamic) / len(dynamic)
-                                     if dynamic else 0),
-        "own_tunables": sum(1 for p in params.values() if p.kind == "tunable"),
-        "parameters": len(params),
-        "points": points,
+        "constant_arrays_fraction": fraction(chosen("constant_", read_only), read_only),
+        "interior": get("interior"),
+        "vector_x": get("vector_x"),
+        "unroll_loops": len(unroll) * ones,
+        "unroll_log2_mean": sum(logs) / len(logs) if logs else zero,
+        "unroll_log2_max": np.max(logs, axis=0) if logs else zero,
+        "unroll_full_fraction": sum(full_unrolls) / len(full_unrolls) if full_unrolls else zero,
+        "dynamic_unroll_log2_mean": sum(dynamic) / len(dynamic) if dynamic else zero,
+        "own_tunables": sum(1 for p in space.parameters if p.kind == "tunable") * ones,
+        "parameters": len(space.parameters) * ones,
+        "points": points * ones,
         "work_items": work_items,
-        "work_groups": work_groups,
-        "idle_fraction": 1 - points / (work_items * math.prod(px[:dims])),
+        "work_groups": np.prod(groups, axis=0) * ones,
+        "idle_fraction": 1 - points / (work_items * np.prod(px[:dims], axis=0)),
         "local_mem_bytes": local_bytes,
-        "local_mem_fraction": local_bytes / space.limits.local_mem_size if space.limits.local_mem_size else 0,
+        "local_mem_fraction": local_bytes / space.limits.local_mem_size if space.limits.local_mem_size else zero,
     }
-    return ConfigEncoding({k: float(values[k]) for k in CONFIG_FIELDS})
+    out = np.empty((n, len(CONFIG_FIELDS)), dtype=np.float64)
+    for j, name in enumerate(CONFIG_FIELDS):
+        out[:, j] = values[name]
+    return out
