@@ -296,6 +296,18 @@ def test_damaged_cache_is_measured_again(pocl, tmp_path, monkeypatch, damage):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_a_failed_measurement_is_a_clear_error(pocl, tmp_path, monkeypatch):
+    import pyopencl as cl
+
+    def out_of_resources(*args):
+        raise cl.RuntimeError("clEnqueueNDRangeKernel failed: OUT_OF_RESOURCES")
+
+    monkeypatch.setattr(devfeat, "_bandwidth", out_of_resources)
+    with pytest.raises(imagecl.errors.DeviceError, match="--no-measure"):
+        devfeat.device_features(pocl, cache_dir=tmp_path / "features.json")
+    assert not (tmp_path / "features.json").exists()
+
+
 def test_measurements_of_an_older_method_are_measured_again(pocl, tmp_path, monkeypatch):
     cache = tmp_path / "features.json"
     key = devfeat.query(pocl).key
@@ -365,9 +377,11 @@ def test_cli_fixed_grid_size_is_the_size(capsys, tmp_path):
     (["{ex}/sobel.icl", "--size", "8x8", "--config", '{"wg_q": 8}'], "not a tuning parameter"),
     (["{ex}/sobel.icl", "--size", "8x8", "--config", '{"wg_x": 3}'], "must be one of"),
     (["{ex}/sobel.icl", "--device", "no such device"], "no OpenCL device matches"),
+    (["{tmp}/broken.icl"], "broken.icl:3:19: error: use of undeclared identifier"),
 ])
 def test_cli_rejects_bad_input(capsys, tmp_path, argv, message):
     (tmp_path / "fixed.icl").write_text(FIXED_GRID)
+    (tmp_path / "broken.icl").write_text("#pragma imcl grid(a)\nvoid f(Image<float> a) {\n    a[idx][idy] = b;\n}\n")
     argv = [a.replace("{ex}", str(EXAMPLES)).replace("{tmp}", str(tmp_path)) for a in argv]
     code, out, err = run_cli(capsys, "features", *argv, "--no-measure")
     assert code == 1 and out == ""

@@ -223,10 +223,16 @@ def measure_device(device, repeats: int = 5) -> dict[str, Any]:
         program = cl.Program(context, _KERNELS).build(options=["-cl-mad-enable", f"-DVT={_vector_type(device)}"])
     except cl.Error as exc:
         raise DeviceError(f"cannot build the measurement kernels on {device.name.strip()}: {exc}") from None
+    try:
+        bandwidth = _bandwidth(device, context, queue, program, repeats)
+        peak = _peak(device, context, queue, program, repeats)
+    except cl.Error as exc:  # out of resources on a small device, say
+        raise DeviceError(f"measuring {device.name.strip()} failed ({exc}); --no-measure (measure=False) "
+                          "leaves the measurements out") from None
     return {
         "version": MEASUREMENT_VERSION,
-        "copy_bandwidth_gbs": _bandwidth(device, context, queue, program, repeats),
-        "peak_gflops": _peak(device, context, queue, program, repeats),
+        "copy_bandwidth_gbs": bandwidth,
+        "peak_gflops": peak,
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
