@@ -117,7 +117,7 @@ def test_helper_is_counted_at_each_call_and_loops_keep_their_trip_counts():
 
 
 def test_vector_operations_count_per_lane_and_tunables():
-    f = features_of(imagecl.compile("""
+    program = imagecl.compile("""
         #pragma imcl grid(a, o)
         #pragma imcl tunable(T: 2, 4)
         void f(Image<float4> a, Image<float4> o) {
@@ -125,11 +125,17 @@ def test_vector_operations_count_per_lane_and_tunables():
             for (int i = 0; i < T; i++)
                 s = s * 2.0f + a[idx][idy];
             o[idx][idy] = s;
-        }"""))
+        }""")
+    f = features_of(program)
     # the bound is a tunable: not constant for every variant, so the loop counts once
     assert f.ops["mul"] == 4 and f.ops["add"] == 4
     assert f.tunables == {"T": [2, 4]} and f.summary()["tunables"] == 1
     assert buffer(f, "a").element_bytes == 16
+    assert features_of(program, {"T": 4}).ops == f.ops
+    with pytest.raises(ConfigError, match="one of"):
+        features_of(program, {"T": 3})
+    with pytest.raises(ConfigError, match="not a tunable"):
+        features_of(program, {"U": 2})
 
 
 def test_vectors_have_the_same_names_and_length_for_every_example():

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from ..errors import ArgumentError, ConfigError
+from ..runtime.devices import select_device
+from ..space import DeviceLimits
 from .config import CONFIG_FIELDS, ConfigEncoding, encode_columns, encode_config, size_features, size_names
 from .device import DeviceFeatures, device_features
 from .program import BufferFeatures, ProgramFeatures, program_features
@@ -16,8 +19,6 @@ __all__ = ["CONFIG_FIELDS", "BufferFeatures", "ConfigEncoding", "DeviceFeatures"
 def features_of(program: Any, tunables: Optional[Mapping[str, int]] = None) -> ProgramFeatures:
     """The features of a compiled `imagecl.Program` with its tunables at `tunables` (default:
     each tunable's first value)."""
-    from ..errors import ConfigError
-
     values = {n: int(v[0]) for n, v in program.info.tunables.items()}
     for name, value in (tunables or {}).items():
         if name not in values:
@@ -25,7 +26,7 @@ def features_of(program: Any, tunables: Optional[Mapping[str, int]] = None) -> P
         if value not in program.info.tunables[name]:
             raise ConfigError(f"tunable '{name}' must be one of {program.info.tunables[name]}, got {value!r}")
         values[name] = int(value)
-    return program_features(program.info, program.analysis_for(values))
+    return program_features(program.info, program.analysis_for(values), program.space_for_limits(DeviceLimits()))
 
 
 def collect(program: Any, device: Any = None, shape_xyz: Optional[tuple[int, ...]] = None,
@@ -35,10 +36,6 @@ def collect(program: Any, device: Any = None, shape_xyz: Optional[tuple[int, ...
     device's (`device`: index, name fragment or pyopencl Device), the problem size (x first; a
     program with a fixed `grid_size` has its own) and, with `config` (which needs the size), the
     configuration's encoding on that device."""
-    from ..errors import ArgumentError
-    from ..runtime.devices import select_device
-    from ..space import DeviceLimits
-
     fixed = tuple(program.info.grid_size) if program.info.grid_size else None
     if fixed is not None:  # grid_size(...): the program's size is its own
         if shape_xyz is not None and tuple(shape_xyz) != fixed:

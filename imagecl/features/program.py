@@ -172,9 +172,6 @@ def _is_float(element: str) -> bool:
     return element.startswith(("float", "double", "half"))
 
 
-_SUMMARY_NAMES: tuple[str, ...] = ()  # filled below from a summary of an empty program
-
-
 def program_features(info: ProgramInfo, analysis: AccessAnalysis, space: Optional[Space] = None) -> ProgramFeatures:
     """Features of the program `info` with the access analysis of one assignment of its tunables
     (footprints and trip counts can depend on them) and, optionally, its tuning space (built with
@@ -474,6 +471,7 @@ def _flatten(items):
 
 
 def _summary_names() -> tuple[str, ...]:
+    """`summary()`'s keys, from an empty program: one list, written once."""
     empty = ProgramFeatures("", 0, [], 0, {k: 0 for k in OP_KINDS}, 0, [], 0, [], {}, {}, 1)
     return tuple(empty.summary())
 
