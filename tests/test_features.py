@@ -83,6 +83,20 @@ def test_median_private_array_and_data_dependent_loop():
     assert f.summary()["private_array_bytes"] == 25
 
 
+def test_a_tunable_decides_which_arm_counts():
+    # median_select's ALGORITHM 0 is median.icl's insertion sort; 1 is a histogram
+    program = load("median_select")
+    sort, histogram = features_of(program, {"ALGORITHM": 0}), features_of(program, {"ALGORITHM": 1})
+    median = features_of(load("median"))
+    assert sort.ops == median.ops and sort.branches == median.branches == 0
+    assert [(p.name, p.bytes) for p in sort.private_arrays] == [("window", 25)]
+    assert [(p.name, p.bytes) for p in histogram.private_arrays] == [("hist", 256 * 4)]
+    assert [(lp.trip_count, lp.per_point) for lp in histogram.loops] == [(256, 1), (5, 1), (5, 5), (None, 1)]
+    # hist[..]++ 25 times; count + hist[v], count += hist[v] and v++ once (a data-dependent loop)
+    assert (histogram.ops["int_add"], histogram.ops["compare"]) == (25 + 3, 1)
+    assert buffer(histogram, "input").reads_per_point == 25
+
+
 def test_mandelbrot_loop_flagged_and_integer_arithmetic():
     f = features_of(load("mandelbrot"))
     assert [(lp.keyword, lp.trip_count, lp.per_point) for lp in f.loops] == [("while", None, 1)]

@@ -26,7 +26,8 @@ def features_of(program: Any, tunables: Optional[Mapping[str, int]] = None) -> P
         if value not in program.info.tunables[name]:
             raise ConfigError(f"tunable '{name}' must be one of {program.info.tunables[name]}, got {value!r}")
         values[name] = int(value)
-    return program_features(program.info, program.analysis_for(values), program.space_for_limits(DeviceLimits()))
+    return program_features(program.info, program.analysis_for(values), program.space_for_limits(DeviceLimits()),
+                            values)
 
 
 def collect(program: Any, device: Any = None, shape_xyz: Optional[tuple[int, ...]] = None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from ..ir.consteval import const_int
 from ..ir.walk import walk
 from ..passes.footprint import AccessAnalysis, _own_jumps, array_bytes
 from ..passes.semantic import BOUNDARY_MODES, ProgramInfo
-from ..space import DeviceLimits, Space, build_space
+from ..space import DeviceLimits, Space, TunableScope, build_space
 
 # Operation kinds; the integer forms of add/mul/div are counted apart (address and fixed-point
 # arithmetic run on other units than floating point on most devices).
@@ -172,12 +172,16 @@ def _is_float(element: str) -> bool:
     return element.startswith(("float", "double", "half"))
 
 
-def program_features(info: ProgramInfo, analysis: AccessAnalysis, space: Optional[Space] = None) -> ProgramFeatures:
-    """Features of the program `info` with the access analysis of one assignment of its tunables
-    (footprints and trip counts can depend on them) and, optionally, its tuning space (built with
-    OpenCL's minimum device limits when not given, so the features do not depend on a device)."""
+def program_features(info: ProgramInfo, analysis: AccessAnalysis, space: Optional[Space] = None,
+                     tunables: Optional[Mapping[str, int]] = None) -> ProgramFeatures:
+    """Features of the program `info` for one assignment of its tunables (`tunables`, default
+    each one's first value) with that assignment's access analysis (footprints can depend on
+    it) and, optionally, its tuning space (built with OpenCL's minimum device limits when not
+    given, so the features do not depend on a device). A condition that the tunables decide
+    (`if (ALGORITHM == 0)`) counts only the arm they take, as the compiler folds it."""
     counter = _Counter(info, analysis)
-    counter.block(info.kernel.body, 1)
+    with TunableScope(info, tunables or {}):
+        counter.block(info.kernel.body, 1)
     if space is None:
         space = build_space(info, DeviceLimits())
     kinds: dict[str, int] = {}
@@ -269,6 +273,10 @@ class _Counter:
         elif isinstance(stmt, ir.ExprStmt):
             self.expr(stmt.expr, weight)
         elif isinstance(stmt, ir.If):
+            decided = const_int(stmt.cond)
+            if decided is not None:  # constants and tunables: folded, one arm runs
+                self.block(stmt.then if decided else stmt.other, weight)
+                return
             self.branches += weight
             self.expr(stmt.cond, weight)
             self.block(stmt.then, weight)
@@ -382,6 +390,10 @@ class _Counter:
             self.expr(e.target, weight, in_index)
             self.expr(e.value, weight, in_index)
         elif isinstance(e, ir.Ternary):
+            decided = const_int(e.cond)
+            if decided is not None:
+                self.expr(e.then if decided else e.other, weight, in_index)
+                return
             self._count("select", weight * _lanes(e.type), in_index)
             for part in (e.cond, e.then, e.other):
                 self.expr(part, weight, in_index)
