@@ -141,11 +141,13 @@ def test_vector_operations_count_per_lane_and_tunables():
             o[idx][idy] = s;
         }""")
     f = features_of(program)
-    # the bound is a tunable: not constant for every variant, so the loop counts once
-    assert f.ops["mul"] == 4 and f.ops["add"] == 4
+    # the bound is a tunable: T = 2 by default, and each float4 operation counts 4 times
+    assert (f.ops["mul"], f.ops["add"]) == (2 * 4, 2 * 4)
+    assert [(lp.trip_count, lp.per_point) for lp in f.loops] == [(2, 1)]
     assert f.tunables == {"T": [2, 4]} and f.summary()["tunables"] == 1
-    assert buffer(f, "a").element_bytes == 16
-    assert features_of(program, {"T": 4}).ops == f.ops
+    assert buffer(f, "a").element_bytes == 16 and buffer(f, "a").reads_per_point == 1 + 2
+    four = features_of(program, {"T": 4})
+    assert (four.ops["mul"], four.loops[0].trip_count, buffer(four, "a").reads_per_point) == (16, 4, 5)
     with pytest.raises(ConfigError, match="one of"):
         features_of(program, {"T": 3})
     with pytest.raises(ConfigError, match="not a tunable"):

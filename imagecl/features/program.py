@@ -21,7 +21,7 @@ from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.consteval import const_int
 from ..ir.walk import walk
-from ..passes.footprint import AccessAnalysis, _own_jumps, array_bytes
+from ..passes.footprint import AccessAnalysis, _own_jumps, array_bytes, loop_pattern
 from ..passes.semantic import BOUNDARY_MODES, ProgramInfo
 from ..space import DeviceLimits, Space, TunableScope, build_space
 
@@ -243,7 +243,6 @@ class _Counter:
     def __init__(self, info: ProgramInfo, analysis: AccessAnalysis) -> None:
         self.info = info
         self.analysis = analysis
-        self.dynamic = {id(d.node) for d in analysis.dynamic_loops}
         self.ops = {k: 0 for k in OP_KINDS}
         self.branches = 0
         self.iterations = 0
@@ -327,24 +326,21 @@ class _Counter:
         self.block(stmt.body, weight)
 
     def _constant_trip(self, stmt: ir.For) -> Optional[int]:
-        """The loop's trip count when it is a compile-time constant. The tuning space asks more
-        of a loop it unrolls (no variable passed to a helper, say); here the count only has to
-        be exact: constant bounds, no break or continue of its own, a counter the body does not
-        assign."""
-        known = self.analysis.loop_by_node(stmt)
-        if known is None:
+        """The loop's trip count when the compiler knows it: constant bounds (the tunables', at
+        this assignment, included), no break or continue of its own, a counter the body does
+        not assign. The tuning space asks more of a loop it unrolls (a bound no tunable
+        changes, no counter passed to a helper); here the count only has to be exact."""
+        pattern = loop_pattern(stmt, const_int)  # const_int sees the tunables' values in their scope
+        if pattern is None or _own_jumps(stmt.body):
             return None
-        if id(stmt) not in self.dynamic:
-            return known.trip_count
-        if _own_jumps(stmt.body):
-            return None
+        var = pattern[0]
         for n in walk(stmt.body):
             target = n.target if isinstance(n, (ir.Assign, ir.IncDec)) else None
             while isinstance(target, ir.Member):
                 target = target.base
-            if isinstance(target, ir.Name) and target.symbol is known.var:
+            if isinstance(target, ir.Name) and target.symbol is var:
                 return None
-        return known.trip_count
+        return pattern[3]
 
     # ---- expressions -------------------------------------------------------------------------------
     def _count(self, kind: str, n: int, in_index: bool) -> None:
