@@ -154,6 +154,32 @@ def test_vector_operations_count_per_lane_and_tunables():
         features_of(program, {"U": 2})
 
 
+def test_loops_that_can_leave_early_are_data_dependent():
+    f = features_of(imagecl.compile("""
+        #pragma imcl grid(a, o)
+        void f(Image<float> a, Image<float> o) {
+            float s = 0.0f;
+            for (int i = 0; i < 100; i++) {
+                if (s > a[idx][idy]) break;
+                s += 1.0f;
+            }
+            for (int j = 0; j < 100; j++) {
+                s *= 2.0f;
+                if (s > 4.0f) j += 10;
+            }
+            for (int k = 0; k < 100; k++) {
+                s = s - 1.0f;
+            }
+            o[idx][idy] = s;
+        }"""))
+    assert [(lp.line, lp.trip_count) for lp in f.loops] == [(5, None), (9, None), (13, 100)]
+    assert f.summary()["data_dependent_loops"] == 2 and f.branches == 2
+    # the first two loops count once, their control included (i < 100, i++, j < 100, j++, and
+    # j += 10), the third 100 times without its control
+    assert (f.ops["add"], f.ops["mul"], f.ops["int_add"]) == (1 + 100, 1, 2 + 1)
+    assert f.ops["compare"] == 2 + 2 and buffer(f, "a").reads_per_point == 1
+
+
 def test_vectors_have_the_same_names_and_length_for_every_example():
     names = ProgramFeatures.names()
     assert len(names) == len(set(names))
