@@ -154,6 +154,21 @@ def test_vector_operations_count_per_lane_and_tunables():
         features_of(program, {"U": 2})
 
 
+def test_builtins_by_kind():
+    f = features_of(imagecl.compile("""
+        #pragma imcl grid(a, o)
+        void f(Image<float4> a, Image<float> o) {
+            float4 v = a[idx][idy];
+            float d = dot(v, v);
+            float m = mad(d, 2.0f, 1.0f);
+            float r = min(m, sqrt(d));
+            o[idx][idy] = fmod(r, 3.0f) + (float)isnan(r);
+        }"""))
+    # dot of 4 lanes: 4 mul + 3 add; mad: 1 + 1; the final + 1
+    assert (f.ops["mul"], f.ops["add"], f.ops["div"]) == (4 + 1, 3 + 1 + 1, 1)
+    assert (f.ops["transcendental"], f.ops["other"], f.ops["compare"]) == (1, 1, 1)
+
+
 def test_loops_that_can_leave_early_are_data_dependent():
     f = features_of(imagecl.compile("""
         #pragma imcl grid(a, o)

@@ -179,7 +179,7 @@ def program_features(info: ProgramInfo, analysis: AccessAnalysis, space: Optiona
     it) and, optionally, its tuning space (built with OpenCL's minimum device limits when not
     given, so the features do not depend on a device). A condition that the tunables decide
     (`if (ALGORITHM == 0)`) counts only the arm they take, as the compiler folds it."""
-    counter = _Counter(info, analysis)
+    counter = _Counter(info)
     with TunableScope(info, tunables or {}):
         counter.block(info.kernel.body, 1)
     if space is None:
@@ -240,9 +240,7 @@ class _Counter:
     """Walks the kernel (and, at each call, the helper called) with the number of times a
     statement runs per grid point."""
 
-    def __init__(self, info: ProgramInfo, analysis: AccessAnalysis) -> None:
-        self.info = info
-        self.analysis = analysis
+    def __init__(self, info: ProgramInfo) -> None:
         self.ops = {k: 0 for k in OP_KINDS}
         self.branches = 0
         self.iterations = 0
