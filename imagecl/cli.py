@@ -150,6 +150,18 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--program", help="the name to file the measurements under (default: the file's name)")
 
     sub.add_parser("devices", help="list the OpenCL devices")
+
+    feat = sub.add_parser("features", help="print a program's, a device's and a size's features as JSON",
+                          description="Features for models that carry tuning knowledge across programs, devices "
+                                      "and sizes (imagecl.features): the program's (from its IR and analyses), the "
+                                      "device's (queries, and a copy bandwidth and peak arithmetic rate measured "
+                                      "once and cached), the size's, and a configuration's encoding.")
+    feat.add_argument("file")
+    feat.add_argument("--size", help="problem size WxH[xD]")
+    feat.add_argument("--device", help="device index or name fragment (default: $IMAGECL_DEVICE, else the first GPU)")
+    feat.add_argument("--config", help="a configuration to encode (JSON or @file.json; needs --size)")
+    feat.add_argument("--no-measure", action="store_true",
+                      help="do not measure the device (bandwidth and arithmetic rate are null)")
     return parser
 
 
@@ -583,6 +595,20 @@ def _number(name: str, text: str):
         raise ArgumentError(f"scalar '{name}' needs a number, got '{text}'") from None
 
 
+def _features(args) -> int:
+    from .features import collect
+
+    program = _load(args.file)
+    shape = parse_size(args.size) if args.size else None
+    if shape is not None and len(shape) != program.info.grid_dims:
+        raise ArgumentError(f"--size has {len(shape)} dimensions but the grid of '{program.name}' has "
+                            f"{program.info.grid_dims}")
+    data = collect(program, args.device, tuple(reversed(shape)) if shape else None, _parse_config(args.config),
+                   measure=not args.no_measure)
+    print(json.dumps(data, indent=2))
+    return 0
+
+
 def _devices() -> int:
     from .runtime.devices import list_devices
 
@@ -633,6 +659,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _export(args)
         if args.command == "import":
             return _import(args)
+        if args.command == "features":
+            return _features(args)
     except ImageCLError as exc:
         from .errors import CompileError
 

@@ -12,7 +12,7 @@ import math
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from ..ir import nodes as ir
 from ..ir import types as ty
@@ -223,14 +223,16 @@ def _fixed(expr: Optional[ir.Expr]) -> Optional[int]:
     return const_int(expr)
 
 
-def _loop_pattern(loop: ir.For) -> Optional[tuple[ir.Symbol, int, int, int]]:
-    """(variable, start, step, trip count) of `for (int i = a; i < b; i += s)` and its variants."""
+def loop_pattern(loop: ir.For, evaluate: Callable[[Optional[ir.Expr]], Optional[int]] = _fixed,
+                 ) -> Optional[tuple[ir.Symbol, int, int, int]]:
+    """(variable, start, step, trip count) of `for (int i = a; i < b; i += s)` and its variants;
+    `evaluate` gives the bounds' values (by default only constants that no tunable changes)."""
     init = loop.init
     if isinstance(init, ir.VarDecl) and isinstance(init.var_type, ty.ScalarType) and init.var_type.is_integer:
-        var, start = init.symbol, _fixed(init.init)
+        var, start = init.symbol, evaluate(init.init)
     elif (isinstance(init, ir.ExprStmt) and isinstance(init.expr, ir.Assign) and init.expr.op == "="
           and isinstance(init.expr.target, ir.Name)):
-        var, start = init.expr.target.symbol, _fixed(init.expr.value)
+        var, start = init.expr.target.symbol, evaluate(init.expr.value)
     else:
         return None
     if var is None or start is None:
@@ -240,7 +242,7 @@ def _loop_pattern(loop: ir.For) -> Optional[tuple[ir.Symbol, int, int, int]]:
         step = 1 if step_expr.op == "++" else -1
     elif (isinstance(step_expr, ir.Assign) and step_expr.op in ("+=", "-=") and isinstance(step_expr.target, ir.Name)
           and step_expr.target.symbol is var):
-        s = _fixed(step_expr.value)
+        s = evaluate(step_expr.value)
         if not s:
             return None
         step = s if step_expr.op == "+=" else -s
@@ -249,7 +251,7 @@ def _loop_pattern(loop: ir.For) -> Optional[tuple[ir.Symbol, int, int, int]]:
     cond = loop.cond
     if not (isinstance(cond, ir.Binary) and isinstance(cond.left, ir.Name) and cond.left.symbol is var):
         return None
-    bound = _fixed(cond.right)
+    bound = evaluate(cond.right)
     if bound is None:
         return None
     op = cond.op
@@ -273,7 +275,7 @@ def _loops(function: ir.Function) -> list[LoopInfo]:
     for node in walk(function.body):
         if not isinstance(node, ir.For):
             continue
-        pattern = _loop_pattern(node)
+        pattern = loop_pattern(node)
         if pattern is None:
             continue
         var, start, step, count = pattern
