@@ -178,6 +178,16 @@ def _input_files(assignments: Sequence[str], *others: Optional[str]) -> list[str
     return files
 
 
+def _output_folder(path: str, read: Sequence[str]) -> Path:
+    """tune's -o DIR: made if missing, parents included, and said so (a mistyped path shows)."""
+    created: list[Path] = []
+    out = output_folder(path, read, created=created)
+    if created:
+        print("note: created the folder" + ("s " if len(created) > 1 else " ") + ", ".join(map(str, created)),
+              file=sys.stderr)
+    return out
+
+
 def _config_file(text: Optional[str]) -> Optional[str]:
     return text[1:] if text and text.startswith("@") else None
 
@@ -381,7 +391,7 @@ def _tune(args) -> int:
     device = select_device(args.device)
     # every output is checked before the search, not after it
     read = _input_files(args.assignments, args.file)
-    out = output_folder(args.output, read)
+    out = _output_folder(args.output, read)
     db = Path(args.db) if args.db else out / "measurements.db"
     check_output(db, read, "the database")
     for filename in tuned_file_names(program.name):
@@ -455,7 +465,7 @@ def _tune_kernel(args) -> int:
         raise ImageCLError(f"{args.spec} must define `kernel`, a TunableKernel"
                            + (f" (it is a {type(kernel).__name__})" if kernel is not None else ""))
     read = [args.spec] + ([kernel.filename] if kernel.filename != "<string>" else [])
-    out = output_folder(args.output, read)
+    out = _output_folder(args.output, read)
     db = Path(args.db) if args.db else out / "measurements.db"
     check_output(db, read, "the database")
     for filename in saved_file_names(kernel.kernel_name):

@@ -65,9 +65,12 @@ def check_distinct(paths: Iterable[PathLike], what: str = "outputs") -> None:
         seen.append(Path(p))
 
 
-def output_folder(path: PathLike, inputs: Iterable[Optional[PathLike]] = ()) -> Path:
-    """The folder `path`, created if missing (only itself: a missing parent is refused, so a
-    mistyped path does not silently grow a tree of folders)."""
+def output_folder(path: PathLike, inputs: Iterable[Optional[PathLike]] = (),
+                  created: Optional[list[Path]] = None) -> Path:
+    """The folder `path`, created if missing. Without `created`, only the folder itself is made
+    (a missing parent is refused, so a mistyped path does not silently grow a tree of folders);
+    with it, missing parents are made too and every folder made is appended, for the caller to
+    report."""
     out = Path(path)
     for given in inputs:
         if given is not None and _same(out, Path(given)):
@@ -75,11 +78,19 @@ def output_folder(path: PathLike, inputs: Iterable[Optional[PathLike]] = ()) -> 
     try:
         if out.is_dir():
             return out
-        if out.exists():
-            raise OutputError(f"{out}: the output folder exists and is not a folder")
-        if not out.parent.is_dir():
+        missing = [out] + [p for p in out.parents if not p.exists()]
+        for folder in missing:
+            if folder.exists() and not folder.is_dir():
+                raise OutputError(f"{folder}: exists and is not a folder")
+        nearest = missing[-1].parent
+        if not nearest.is_dir():
+            raise OutputError(f"{out}: {nearest} exists and is not a folder")
+        if len(missing) > 1 and created is None:
             raise OutputError(f"{out}: its parent folder {out.parent} does not exist; create it first")
-        out.mkdir()
+        for folder in reversed(missing):
+            folder.mkdir()
+            if created is not None:
+                created.append(folder)
     except OSError as exc:
         raise OutputError(f"{out}: cannot create the folder ({exc.strerror or exc})") from None
     return out

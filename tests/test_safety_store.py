@@ -156,12 +156,35 @@ def test_missing_output_folders_are_refused_not_created(tmp_path, ours, capsys):
                 ("export", "--db", ours, "--format", "kernel_tuner", "-o", missing / "x.json"),
                 ("run", src, f"input={tmp_path / 'in.npy'}", "-o", f"output={missing / 'o.npy'}", "--device",
                  "pthread"),
-                ("measure", src, "--size", "8x8", "--random", "1", "--db", missing / "m.db"),
-                ("tune", src, "--size", "8x8", "--budget", "1", "-o", missing / "out")]
+                ("measure", src, "--size", "8x8", "--random", "1", "--db", missing / "m.db")]
     for command in commands:
         code, _, err = cli(capsys, *command)
         assert code == 1 and "does not exist" in err, (command, err)
     assert not (tmp_path / "no").exists()
+
+
+def test_tune_makes_its_output_folder_and_says_so(tmp_path, foreign, capsys):
+    """tune -o DIR makes DIR and its missing parents (README's `-o out/sobel` on a fresh checkout)
+    and names each folder it made; here the foreign --db then stops it before any measurement."""
+    src = tmp_path / "d.icl"
+    src.write_text(DOUBLE)
+    out = tmp_path / "new" / "out"
+    code, _, err = cli(capsys, "tune", src, "--size", "8x8", "--budget", "1", "--db", foreign, "-o", out)
+    assert code == 1 and f"created the folders {tmp_path / 'new'}, {out}" in err and out.is_dir()
+    code, _, err = cli(capsys, "tune", src, "--size", "8x8", "--budget", "1", "--db", foreign, "-o", out)
+    assert code == 1 and "created" not in err
+
+
+def test_library_output_folder_makes_only_the_folder_itself(tmp_path):
+    from imagecl.outputs import output_folder
+
+    assert output_folder(tmp_path / "a").is_dir()
+    with pytest.raises(OutputError, match="does not exist"):
+        output_folder(tmp_path / "b" / "c")
+    assert not (tmp_path / "b").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match="not a folder"):
+        output_folder(tmp_path / "file" / "c", created=[])
 
 
 # ---- foreign and damaged databases ---------------------------------------------------------------
