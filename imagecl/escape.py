@@ -10,13 +10,12 @@ file imagecl writes. One function per target; the generators call these and noth
 - `c_string`: a C string literal, quotes included (octal escapes, so nothing after an escape is
   read as part of it; `?` escaped, so no trigraph).
 - `c_identifier`: a name that must be a C identifier as it stands; anything else is refused.
-- `json_text`: JSON through the json module only (it escapes every string).
+- JSON: written by the json module only (json.dumps escapes every string), never by hand.
 - `file_component`: one component of a file name made from a name (a kernel's); refused if it
   could leave its folder or is not a plain name.
 """
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from typing import Any
@@ -91,11 +90,6 @@ def c_identifier(name: str, what: str = "a name") -> str:
     return name
 
 
-def json_text(value: Any, **options: Any) -> str:
-    """JSON text of `value`; NaN and infinities, which JSON lacks, are refused."""
-    return json.dumps(value, allow_nan=False, **options)
-
-
 def file_component(name: str, what: str = "a file name") -> str:
     """`name` as one component of a path: refused if empty, '.' or '..', if it holds a separator,
     NUL or any control character, or if it is longer than file systems allow (255 bytes)."""
@@ -108,4 +102,4 @@ def file_component(name: str, what: str = "a file name") -> str:
     return text
 
 
-__all__ = ["comment", "c_string", "c_identifier", "json_text", "file_component", "UnsafeNameError"]
+__all__ = ["comment", "c_string", "c_identifier", "file_component", "UnsafeNameError"]

@@ -141,6 +141,23 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
     assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()
 
 
+def test_run_writes_images_in_place_atomically(tmp_path, capsys):
+    """PNG (8-bit) and TIFF (float32) through the temporary file: the values NumPy expects."""
+    from PIL import Image
+
+    src = tmp_path / "d.icl"
+    src.write_text(DOUBLE)
+    np.save(tmp_path / "in.npy", np.full((5, 7), 0.25, np.float32))
+    for name in ("o.png", "o.tif"):
+        (tmp_path / name).write_bytes(b"old")
+        code, _, _ = cli(capsys, "run", src, f"input={tmp_path / 'in.npy'}", "-o", f"output={tmp_path / name}",
+                         "--device", "pthread")
+        assert code == 0
+    assert np.array_equal(np.array(Image.open(tmp_path / "o.png")), np.full((5, 7), 128, np.uint8))
+    assert np.array_equal(np.array(Image.open(tmp_path / "o.tif")), np.full((5, 7), 0.5, np.float32))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.icl", "in.npy", "o.png", "o.tif"]
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -370,7 +387,9 @@ def test_a_300_character_path_is_a_clear_error(tmp_path, capsys):
                 ("import", f"{long}.json", "--db", tmp_path / "i.db"),
                 ("compile", src, "-o", f"{long}.cl"),
                 ("measure", src, "--size", "8x8", "--random", "1", "--db", f"{long}.db"),
-                ("tune", src, "--size", "8x8", "--budget", "1", "-o", long)]
+                ("tune", src, "--size", "8x8", "--budget", "1", "-o", long),
+                ("run", src, f"input={long}.npy"),
+                ("simulate", f"{long}.json", "--strategy", "random", "--max-evals", "2", "--repeats", "1")]
     for command in commands:
         code, _, err = cli(capsys, *command)
         assert code == 1 and "too long" in err, (command, err)
