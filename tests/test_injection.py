@@ -15,7 +15,7 @@ import imagecl
 from imagecl import escape
 from imagecl.cli import main
 from imagecl.export import c_wrapper, describe_variant, export_tuned
-from imagecl.tuner.kernel import KernelError, KernelTuneResult, TunableKernel
+from imagecl.tuner.kernel import KernelError, KernelTuneResult, Output, TunableKernel
 from imagecl.tuner.store import Record, RunKey, Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,6 +177,14 @@ def test_hand_written_kernel_names_must_be_identifiers(tmp_path):
     with pytest.raises(escape.UnsafeNameError):
         result.save(tmp_path / "out")
     assert not (tmp_path / "escaped.cl").exists()
+
+
+def test_reference_kernel_defines_cannot_add_build_options():
+    source = "__kernel void k(__global float* a) { a[get_global_id(0)] = 1.0f; }"
+    kernel = TunableKernel(source, "k", global_size=(16,))
+    kernel.set_arguments([Output(np.zeros(16, np.float32))])
+    with pytest.raises(KernelError, match="C identifier"):
+        kernel.set_reference_kernel(source, "k", (16,), defines={"X=1 -DEVIL": 2})
 
 
 def test_sql_text_is_data(tmp_path):

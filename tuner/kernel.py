@@ -442,6 +442,9 @@ class TunableKernel:
             raise ArgumentError("set_reference_kernel: mark the kernel's outputs with Output(...) or InOut(...) "
                                 "in set_arguments")
         options = [str(o) for o in (build_options.split() if isinstance(build_options, str) else build_options)]
+        for k in defines or {}:  # each becomes one -D option: a space or '=' in a name would add options of its own
+            if not isinstance(k, str) or not k.isascii() or not k.isidentifier():
+                raise KernelError(f"set_reference_kernel: a define's name must be a C identifier, got {k!r}")
         options += [f"-D{k}={int(v)}" for k, v in (defines or {}).items()]
         self._reference = {"kernel": {"source": text, "kernel_name": str(kernel_name), "options": tuple(options),
                                       "global": glob, "local": local}}
