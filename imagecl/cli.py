@@ -15,6 +15,7 @@ import numpy as np
 
 from . import __version__
 from .errors import ArgumentError, ImageCLError
+from .escape import terminal
 from .outputs import check_distinct, check_output, database_files, output_folder, write_atomic
 
 
@@ -551,7 +552,8 @@ def _export(args) -> int:
             write_t4(args.output, params, measurements)
     except OSError as exc:
         raise ImageCLError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
-    print(f"wrote {len(measurements)} measurements of '{run.program_name}' on {run.device} ({run.problem_size}) "
+    print(f"wrote {len(measurements)} measurements of '{terminal(run.program_name)}' on {terminal(run.device)} "
+          f"({terminal(run.problem_size)}) "
           f"to {args.output}")
     return 0
 
@@ -587,7 +589,7 @@ def _import(args) -> int:
             store.add(run, Record(config, "ok" if seconds is not None else "error", seconds,
                                   [seconds] if seconds is not None else [], error=None if seconds is not None
                                   else "failed in the imported file"))
-    print(f"stored {len(plan.measurements)} measurements of '{name}' from {args.file} in {args.db}")
+    print(f"stored {len(plan.measurements)} measurements of '{terminal(name)}' from {args.file} in {args.db}")
     if plan.merged:
         print(f"merged {plan.merged} repeated measurements of a configuration (the fastest kept)")
     if skipped:
@@ -614,7 +616,7 @@ def _results(args) -> int:
         statuses = {}
         for r in rs:
             statuses[r.status] = statuses.get(r.status, 0) + 1
-        print(f"{name} on {device}, size {size}: {len(rs)} records "
+        print(f"{terminal(name)} on {terminal(device)}, size {terminal(size)}: {len(rs)} records "
               f"({', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))})")
         for r in sorted(ok, key=lambda r: r.time)[:5]:
             print(f"  {r.time * 1e3:10.4f} ms  {json.dumps(r.config)}")

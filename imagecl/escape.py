@@ -7,6 +7,7 @@ file imagecl writes. One function per target; the generators call these and noth
   control character. What is replaced gets a visible, Python-style escape (`\\n`, `\\x1b`,
   `\\u2028`, `*\\/`), so the file stays readable. A template must not put `*` or `/` directly
   next to the text.
+- `terminal`: text printed on one line of a terminal (names read from other tools' files).
 - `c_string`: a C string literal, quotes included (octal escapes, so nothing after an escape is
   read as part of it; `?` escaped, so no trigraph).
 - `c_identifier`: a name that must be a C identifier as it stands; anything else is refused.
@@ -45,15 +46,19 @@ def _visible(ch: str) -> str:
     return f"\\U{code:08x}"
 
 
+def _controls_visible(text: str) -> str:
+    return "".join(_visible(ch) if ch in _SHORT_ESCAPES or unicodedata.category(ch) in _UNSAFE_CATEGORIES else ch
+                   for ch in text)
+
+
+def terminal(text: Any) -> str:
+    """`text` as one line on a terminal: no line break, escape sequence or bidi control of its own."""
+    return _controls_visible(str(text))
+
+
 def comment(text: Any) -> str:
     """`text` as it may stand inside a C or OpenCL comment of one line (see the module's notes)."""
-    out = []
-    for ch in str(text):
-        if ch in _SHORT_ESCAPES or unicodedata.category(ch) in _UNSAFE_CATEGORIES:
-            out.append(_visible(ch))
-        else:
-            out.append(ch)
-    escaped = "".join(out)
+    escaped = _controls_visible(str(text))
     # a comment's end or a nested start; '??' would begin a trigraph (??/ is a backslash in C99)
     escaped = re.sub(r"\*(?=/)", "*\\\\", escaped)
     escaped = re.sub(r"/(?=\*)", "/\\\\", escaped)
@@ -102,4 +107,4 @@ def file_component(name: str, what: str = "a file name") -> str:
     return text
 
 
-__all__ = ["comment", "c_string", "c_identifier", "file_component", "UnsafeNameError"]
+__all__ = ["comment", "terminal", "c_string", "c_identifier", "file_component", "UnsafeNameError"]

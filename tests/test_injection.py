@@ -203,3 +203,19 @@ def test_description_json_round_trips_hostile_text():
     assert data["program"] == program.filename
     header, impl = c_wrapper(program, {}, "pthread")
     assert "\n#define" not in header.split("#ifndef")[0]
+
+
+def test_names_from_imported_files_stay_one_line_on_the_terminal(tmp_path, capsys):
+    """A kernel name from someone's cache file cannot move the cursor, colour or add lines."""
+    name = "k\x1b[2J\x1b[31m\nfake line\u202e"
+    cache = {"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "kernel_name": name, "device_name": "d\r",
+             "cache": {"1": {"a": 1, "time": 1.0}}}
+    path = tmp_path / "kt.json"
+    path.write_text(json.dumps(cache))
+    assert main(["import", str(path), "--db", str(tmp_path / "i.db")]) == 0
+    assert main(["results", "--db", str(tmp_path / "i.db")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out and "\u202e" not in out and "\nfake line" not in out
+    assert "k\\x1b[2J" in out
+    with Store(tmp_path / "i.db") as store:
+        assert [r.program_name for r in store.records()] == [name]  # stored as it was
