@@ -281,6 +281,17 @@ def test_an_older_store_without_application_id_is_still_ours(tmp_path):
         assert list(store.records()) == []
 
 
+def test_a_store_of_a_newer_schema_is_refused_untouched(ours):
+    con = sqlite3.connect(ours)
+    con.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    con.commit()
+    con.close()
+    before = snapshot(ours.parent)
+    with pytest.raises(StoreError, match="schema version 99"):
+        Store(ours)
+    assert snapshot(ours.parent) == before
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "bad_record"])
 def test_damaged_databases_give_a_clear_error(ours, tmp_path, capsys, damage):
     src = tmp_path / "d.icl"

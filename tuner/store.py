@@ -138,8 +138,8 @@ def _inspect(path: Path) -> str:
         return "empty"
     if not tables <= _OUR_TABLES or "measurements" not in tables or version is None:
         return "an SQLite database of another application (tables: " + ", ".join(sorted(tables)) + ")"
-    if version[0] != str(SCHEMA_VERSION):
-        return f"a results database of schema version {version[0]} (this imagecl reads version {SCHEMA_VERSION})"
+    if not str(version[0]).isdigit() or int(version[0]) > SCHEMA_VERSION:  # older versions are upgraded on opening
+        return f"a results database of schema version {version[0]} (this imagecl reads up to {SCHEMA_VERSION})"
     return "ours"
 
 
