@@ -14,6 +14,7 @@ import numpy as np
 
 from . import __version__
 from .errors import ArgumentError, ImageCLError
+from .frontend.source import decode_source
 
 
 class _Parser(argparse.ArgumentParser):
@@ -158,9 +159,10 @@ def _read_source(path: str) -> str:
     if not p.is_file():
         raise ImageCLError(f"{path}: no such file" if not p.exists() else f"{path}: not a file")
     try:
-        return p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
+        data = p.read_bytes()
+    except OSError as exc:
         raise ImageCLError(f"{path}: cannot read ({exc})") from None
+    return decode_source(data, path)
 
 
 def _load(path: str):
