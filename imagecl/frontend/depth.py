@@ -46,8 +46,8 @@ def _child_cost(parent: Tree, index: int, child: Tree) -> int:
     """Levels of brackets that `child` adds below `parent`."""
     if child.data in _BRACKETS:
         return 1
-    if child.data not in _OPERATORS:
-        return 0
+    if child.data not in _OPERATORS or parent.data not in _OPERATORS:
+        return 0  # an operand of a statement, a call or a subscript needs no parentheses of its own
     outer, inner = _binary_prec(parent), _binary_prec(child)
     if outer is not None and inner is not None:
         # a left operand of the same or tighter precedence, a right one of tighter, needs none

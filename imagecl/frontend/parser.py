@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import struct
 from pathlib import Path
 from typing import Optional
 
@@ -159,6 +158,9 @@ def _previous_token(text: str, token: Token) -> Optional[Token]:
 
 
 # ---- the transformer ----------------------------------------------------------------
+
+
+_FLOAT_OVERFLOW = 2.0 ** 128 - 2.0 ** 103
 
 
 def _short(text: str, limit: int = 24) -> str:
@@ -402,9 +404,9 @@ class _ToIR(Transformer):
                 value = float.fromhex(text.rstrip("fF"))
             else:
                 value = float(text.rstrip("fF"))
-            if math.isinf(value):
+            # literals are float (docs/language-notes.md): from FLT_MAX + half an ulp on, they round to inf
+            if math.isinf(value) or abs(value) >= _FLOAT_OVERFLOW:
                 raise OverflowError
-            struct.pack("f", value)  # literals are float (docs/language-notes.md): rounds, or overflows
         except OverflowError:
             raise self._error(f"floating constant '{_short(text)}' is too large for float", _pos(tok),
                               "the largest float is about 3.4e38") from None
