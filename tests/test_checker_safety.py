@@ -301,3 +301,30 @@ def test_cli_reports_nesting_without_traceback(tmp_path):
     cli = subprocess.run([sys.executable, "-m", "imagecl", "compile", str(path)], capture_output=True, text=True)
     assert cli.returncode == 1, cli.stderr
     assert f"{path}:3:" in cli.stderr and "Traceback" not in cli.stderr
+
+
+@pytest.mark.parametrize("body,col", [
+    ("    float t = --output[idx][idy];\n    output[idx][idy] = t;\n", 17),
+    ("    float t = 0.0f;\n    t = (output[idx][idy] = 1.0f) + 1.0f;\n", 10),
+    ("    for (int i = 0; i < 2; output[idx][idy] += 1.0f) i++;\n", 28),
+    ("    for (output[idx][idy] = 0.0f; idx < 0;) {}\n", 10),
+])
+def test_image_updates_inside_expressions_are_located(body, col):
+    """The fuzzer found these accepted by the checker and rejected by the code generator."""
+    err = _error(HEAD + SIG + body + "}\n")
+    assert err.column == col and err.line == 3 + ("t = (" in body)
+    assert err.message == "an image or pointer element can only be updated in a statement of its own"
+
+
+def test_image_update_as_a_statement_is_accepted():
+    prog = _builds(HEAD + SIG + "    output[idx][idy] = input[idx][idy];\n    output[idx][idy] += 1.0f;\n"
+                   "    output[idx][idy]++;\n}\n")
+    np.testing.assert_allclose(prog(input=np.ones((3, 3), np.float32))["output"], 3.0)
+
+
+def test_long_else_if_chain_builds():
+    """`else if` chains stay flat in the generated code, so they are not nesting."""
+    chain = " else ".join(f"if (v < {k}.5f) v = {k}.0f;" for k in range(120))
+    prog = _builds(HEAD + SIG + f"    float v = input[idx][idy];\n    {chain}\n    output[idx][idy] = v;\n}}\n", others=0)
+    img = np.array([[0.2, 7.7, 200.0]], np.float32)
+    np.testing.assert_allclose(prog(input=img)["output"], [[0.0, 8.0, 200.0]])

@@ -44,6 +44,8 @@ def _binary_prec(tree: Tree) -> Optional[int]:
 
 def _child_cost(parent: Tree, index: int, child: Tree) -> int:
     """Levels of brackets that `child` adds below `parent`."""
+    if child.data == "if_stmt" and parent.data == "if_stmt" and index == 4:
+        return 0  # `else if`: the generated code keeps the chain flat
     if child.data in _BRACKETS:
         return 1
     if child.data not in _OPERATORS or parent.data not in _OPERATORS:

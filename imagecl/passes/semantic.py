@@ -128,6 +128,7 @@ class _Analyser:
         self.global_scope = _Scope()
         self.uses_idz = False
         self.depth_uses: dict[str, ir.Pos] = {}  # image -> first `.depth` use
+        self.statement_expr: Optional[ir.Expr] = None  # the expression of the current expression statement
 
     # ---- errors ---------------------------------------------------------------
     def error(self, message: str, pos: ir.Pos, hint: Optional[str] = None) -> CompileError:
@@ -468,6 +469,7 @@ class _Analyser:
             for d in stmt.decls:
                 self._decl(d, scope)
         elif isinstance(stmt, ir.ExprStmt):
+            self.statement_expr = stmt.expr
             self._expr(stmt.expr, scope)
         elif isinstance(stmt, ir.If):
             self._condition(stmt.cond, scope)
@@ -481,7 +483,9 @@ class _Analyser:
             self.loop_depth -= 1
         elif isinstance(stmt, ir.For):
             inner = _Scope(scope)
-            if stmt.init is not None:
+            if isinstance(stmt.init, ir.ExprStmt):
+                self._expr(stmt.init.expr, inner)  # not a statement of its own (see _array_update)
+            elif stmt.init is not None:
                 self._stmt(stmt.init, inner)
             if stmt.cond is not None:
                 self._condition(stmt.cond, inner)
@@ -610,6 +614,7 @@ class _Analyser:
             return ty.promote(t) if isinstance(t, ty.ScalarType) else t
         if isinstance(e, ir.IncDec):
             t = self._expr(e.target, scope)
+            self._array_update(e)
             self._require_lvalue(e.target, scope, e.op)
             self._require_arithmetic(t, e.target, e.op)
             return t
@@ -617,6 +622,7 @@ class _Analyser:
             return self._binary(e.op, e.left, e.right, e.pos, scope)
         if isinstance(e, ir.Assign):
             target_t = self._expr(e.target, scope)
+            self._array_update(e)
             self._require_lvalue(e.target, scope, e.op)
             if e.op == "=":
                 value_t = self._expr(e.value, scope)
@@ -701,6 +707,15 @@ class _Analyser:
     def _require_arithmetic(self, t: ty.Type, e: ir.Expr, op: str) -> None:
         if not ty.is_arithmetic(t):
             raise self.error(f"invalid operand of type '{t}' to '{op}'", e.pos)
+
+    def _array_update(self, e: ir.Expr) -> None:
+        """An image or pointer element is written through its boundary and grid guards, which
+        the generated code can only wrap around a whole statement."""
+        target = e.target
+        if (isinstance(target, ir.Subscript) and target.base.symbol is not None
+                and target.base.symbol.kind in ("image", "pointer") and e is not self.statement_expr):
+            raise self.error("an image or pointer element can only be updated in a statement of its own",
+                             target.pos, "make the update a statement of its own, then use the value")
 
     def _require_lvalue(self, target: ir.Expr, scope: _Scope, op: str) -> None:
         if isinstance(target, ir.Name):
