@@ -204,12 +204,16 @@ class _Generator:
     """Random programs of the language, mostly valid, with names from a mixed pool."""
 
     def __init__(self, rng: random.Random) -> None:
+        from imagecl.ir.names import reserved_word
+
         self.rng = rng
-        self.pool = list(ORDINARY_NAMES) * 3 + list(RESERVED_NAMES)
+        # names the language allows (however odd in OpenCL); a keyword now and then
+        usable = [n for n in RESERVED_NAMES if reserved_word(n) is None]
+        self.pool = list(ORDINARY_NAMES) * 2 + usable
 
     def name(self, taken: set[str]) -> str:
         for _ in range(20):
-            n = self.rng.choice(self.pool)
+            n = self.rng.choice(RESERVED_NAMES if self.rng.random() < 0.02 else self.pool)
             if n not in taken:
                 taken.add(n)
                 return n
@@ -219,7 +223,7 @@ class _Generator:
 
     def program(self) -> str:
         rng = self.rng
-        taken: set[str] = {"idx", "idy", "idz"}
+        taken: set[str] = {"idx", "idy", "idz", "acc"}
         src, out, scale = self.name(taken), self.name(taken), self.name(taken)
         kernel = self.name(taken)
         lines = [f"#pragma imcl grid({src}, {out})"]
@@ -252,6 +256,13 @@ class _Generator:
         lines.append("}")
         return "\n".join(lines) + "\n"
 
+    def nested(self, taken: set[str], depth: int) -> str:
+        """A statement in braces: what it declares goes out of scope after it."""
+        saved = list(self.scope["locals"])
+        text = self.statement(taken, depth)
+        self.scope["locals"] = saved
+        return text
+
     def statement(self, taken: set[str], depth: int) -> str:
         rng = self.rng
         choice = rng.choice(("assign", "decl", "if", "for", "while", "block") if depth > 0 else ("assign", "decl"))
@@ -263,18 +274,18 @@ class _Generator:
             self.scope["locals"].append(n)
             return stmt + f" acc += {n};"
         if choice == "if":
-            return f"if ({self.expr(1)} > {self.expr(1)}) {{ {self.statement(taken, depth - 1)} }} else {{ {self.statement(taken, depth - 1)} }}"
+            return f"if ({self.expr(1)} > {self.expr(1)}) {{ {self.nested(taken, depth - 1)} }} else {{ {self.nested(taken, depth - 1)} }}"
         if choice == "for":
             n = self.name(taken)
             lo, hi = rng.randint(-3, 0), rng.randint(0, 3)
             saved = list(self.scope["locals"])
             self.scope["locals"].append(f"(float){n}")
-            body = self.statement(taken, depth - 1)
+            body = self.nested(taken, depth - 1)
             self.scope["locals"] = saved
             return f"for (int {n} = {lo}; {n} <= {hi}; {n}++) {{ {body} }}"
         if choice == "while":
             return f"while (acc < 4.0f) {{ acc += 1.0f; if (acc > 2.0f) break; }}"
-        return "{ " + self.statement(taken, depth - 1) + " }"
+        return "{ " + self.nested(taken, depth - 1) + " }"
 
     def expr(self, depth: int) -> str:
         rng = self.rng
