@@ -19,6 +19,11 @@ from .depth import check_depth, raise_recursion_limit
 from .pragmas import split_pragmas
 
 
+# once, when imagecl is imported: every pass (checker, analyses, code generation) may meet a
+# deep program, and tools that watch the limit (hypothesis) expect it not to change later
+raise_recursion_limit()
+
+
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
     grammar = (resource_dir("grammar") / "imagecl.lark").read_text()
