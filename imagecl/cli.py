@@ -16,6 +16,7 @@ import numpy as np
 from . import __version__
 from .errors import ArgumentError, ImageCLError
 from .escape import terminal
+from .frontend.source import decode_source
 from .outputs import check_distinct, check_output, database_files, output_folder, write_atomic
 
 
@@ -173,9 +174,10 @@ def _read_source(path: str) -> str:
     try:
         if not p.is_file():
             raise ImageCLError(f"{path}: no such file" if not p.exists() else f"{path}: not a file")
-        return p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImageCLError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ImageCLError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return decode_source(data, path)
 
 
 def _input_files(assignments: Sequence[str], *others: Optional[str]) -> list[str]:

@@ -11,6 +11,7 @@ import numpy as np
 from .codegen.variant import VariantPlan, generate, kernel_args, launch_geometry, local_images, tile_bytes_at_launch
 from .errors import ConfigError, ImageCLError
 from .frontend.parser import parse
+from .frontend.source import decode_source
 from .passes.footprint import AccessAnalysis
 from .passes.semantic import ProgramInfo, analyse
 from .runtime import launcher
@@ -195,9 +196,9 @@ def load(path: str | Path) -> Program:
     """Read and check a `.icl` file."""
     p = Path(path)
     try:
-        text = p.read_text()
+        data = p.read_bytes()
     except FileNotFoundError:
         raise ImageCLError(f"{p}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+    except (IsADirectoryError, PermissionError) as exc:
         raise ImageCLError(f"{p}: cannot read the program ({exc.__class__.__name__}: {exc})") from None
-    return compile(text, str(path))
+    return compile(decode_source(data, str(path)), str(path))
