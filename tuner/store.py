@@ -70,10 +70,11 @@ class Record:
     driver: str = ""
     problem_size: str = ""
     timestamp: float = 0.0
+    limit: Optional[float] = None  # a timeout's limit in seconds (None: not a timeout, or recorded without)
 
     def to_json(self) -> dict:
         return {"config": self.config, "status": self.status, "time": self.time, "times": self.times,
-                "spread": self.spread, "error": self.error, "verified": self.verified,
+                "spread": self.spread, "error": self.error, "verified": self.verified, "limit": self.limit,
                 "program": self.program_name, "program_hash": self.program_hash, "device": self.device,
                 "driver": self.driver, "problem_size": self.problem_size, "timestamp": self.timestamp,
                 "source_hash": self.source_hash}
@@ -108,6 +109,7 @@ class Store:
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(_SCHEMA)
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            add_limit_column(self.db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable results database ({exc})") from None
 
@@ -120,26 +122,30 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def done_keys(self, run: RunKey) -> set[str]:
+    def done_keys(self, run: RunKey, timeout: Optional[float] = None) -> set[str]:
+        """The configurations of `run` that need no new measurement: all stored ones, except,
+        with the `timeout` of a new run, timeouts recorded with a smaller limit (or none)."""
         rows = self.db.execute(
-            "SELECT config_key FROM measurements WHERE program_hash=? AND device=? AND driver=? AND problem_size=?",
+            "SELECT config_key, status, timeout_limit FROM measurements"
+            " WHERE program_hash=? AND device=? AND driver=? AND problem_size=?",
             (run.program_hash, run.device, run.driver, run.problem_size))
-        return {r[0] for r in rows}
+        return {key for key, status, limit in rows
+                if timeout is None or _settled(status, limit, timeout)}
 
     def add(self, run: RunKey, record: Record) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO measurements (program_hash, program_name, device, driver, problem_size, config,"
-            " config_key, source_hash, status, time, times, spread, error, verified, timestamp)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " config_key, source_hash, status, time, times, spread, error, verified, timestamp, timeout_limit)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run.program_hash, run.program_name, run.device, run.driver, run.problem_size,
              json.dumps(record.config), canonical_config(record.config), record.source_hash, record.status,
              record.time, json.dumps(record.times), record.spread, record.error, int(record.verified),
-             record.timestamp or time.time()))
+             record.timestamp or time.time(), record.limit))
 
     def records(self, run: Optional[RunKey] = None, config_key: Optional[str] = None) -> Iterator[Record]:
         """The stored records (of `run`; of one configuration, by its canonical key)."""
         query = "SELECT program_name, program_hash, device, driver, problem_size, config, source_hash, status," \
-                " time, times, spread, error, verified, timestamp FROM measurements"
+                " time, times, spread, error, verified, timestamp, timeout_limit FROM measurements"
         args: tuple = ()
         if run is not None:
             query += " WHERE program_hash=? AND device=? AND driver=? AND problem_size=?"
@@ -148,9 +154,10 @@ class Store:
             query += (" AND" if run is not None else " WHERE") + " config_key=?"
             args += (config_key,)
         for row in self.db.execute(query + " ORDER BY id", args):
-            (name, phash, device, driver, size, config, shash, status, t, times, spread, error, verified, ts) = row
+            (name, phash, device, driver, size, config, shash, status, t, times, spread, error, verified, ts,
+             limit) = row
             yield Record(json.loads(config), status, t, json.loads(times or "[]"), spread, error, bool(verified),
-                         shash, name, phash, device, driver, size, ts)
+                         shash, name, phash, device, driver, size, ts, limit)
 
     def runs(self) -> list[RunKey]:
         rows = self.db.execute("SELECT DISTINCT program_hash, program_name, device, driver, problem_size"
@@ -163,6 +170,27 @@ class Store:
             self.add(run, r)
             n += 1
         return n
+
+
+def add_limit_column(db: sqlite3.Connection) -> None:
+    """Migration: the `timeout_limit` column (seconds a timeout was given; NULL for other
+    results and for timeouts stored before it existed), added to a database that lacks it.
+    A timeout is only final for runs that allow no more time than it had (`settled`)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(measurements)")}
+    if "timeout_limit" not in columns:
+        db.execute("ALTER TABLE measurements ADD COLUMN timeout_limit REAL")
+
+
+def _settled(status: str, limit: Optional[float], timeout: float) -> bool:
+    # a timeout without a limit (an older database's) is measured again: its limit is unknown
+    return status != "timeout" or (limit is not None and limit >= timeout)
+
+
+def settled(record: Record, timeout: float) -> bool:
+    """Whether `record` stands for a run with this `timeout`: every result but a timeout whose
+    limit was smaller (or unknown); such configurations are measured again and the new result
+    replaces the timeout (one record per configuration)."""
+    return _settled(record.status, record.limit, timeout)
 
 
 class StoreError(ImageCLError):

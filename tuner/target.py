@@ -14,7 +14,7 @@ repeats, strategies) is shared.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Protocol
+from typing import Any, Callable, Mapping, Optional, Protocol
 
 from ..space import Space
 from .store import RunKey, text_hash
@@ -35,6 +35,14 @@ class Target:
         """Everything a worker process needs to make this target's runner (picklable); its
         'kind' names the runner (see `make_runner`)."""
         raise NotImplementedError
+
+    def reference_candidates(self, configs: list[dict]) -> list[Optional[dict]]:
+        """The references to try, in order, should one not finish within the timeout (a
+        worker-setup 'reference_tunables' each; None: the target's only reference)."""
+        return [None]
+
+    def describe_reference(self, candidate: Optional[dict]) -> str:
+        return "the reference kernel"
 
 
 class Runner(Protocol):
@@ -69,18 +77,43 @@ class ProgramTarget(Target):
         return {"kind": "icl", "source": self.program.info.unit.source, "filename": self.program.filename,
                 "arguments": self.prepared.arrays | self.prepared.scalars}
 
+    def reference_candidates(self, configs: list[dict]) -> list[Optional[dict]]:
+        """The naive variant with the tunables' first values, then with those of the
+        configurations to measure: a program's `tunable` values compute the same result by
+        contract, so the naive variant with any of them is a valid reference, and one whose
+        first value never ends (a loop that a later value avoids) need not block the others."""
+        tunables = self.program.info.tunables
+        if not tunables:
+            return [None]
+        candidates = [{n: int(v[0]) for n, v in tunables.items()}]
+        for config in configs:
+            candidate = {n: int(config.get(n, v[0])) for n, v in tunables.items()}
+            if candidate not in candidates:
+                candidates.append(candidate)
+        return candidates
+
+    def describe_reference(self, candidate: Optional[dict]) -> str:
+        values = ", ".join(f"{n}={v}" for n, v in sorted((candidate or {}).items()))
+        return f"the naive variant of '{self.program.name}'" + (f" with {values}" if values else "")
+
 
 class ProgramRunner:
     """The worker side of a ProgramTarget: a Session whose reference is the naive variant."""
 
-    def __init__(self, setup: dict, device) -> None:
+    def __init__(self, setup: dict, device, on_built: Optional[Callable[[], None]] = None) -> None:
+        import dataclasses
+
         import imagecl
         from imagecl.runtime.session import Session
 
         self.program = imagecl.compile(setup["source"], setup["filename"])
         self.device = device
         self.session = Session(self.program, setup["arguments"], device)
-        self.session.set_reference_from(self.program.plan(None))
+        reference = self.program.plan(None)
+        if setup.get("reference_tunables"):
+            reference = dataclasses.replace(reference, tunables=tuple(sorted(
+                (n, int(v)) for n, v in setup["reference_tunables"].items())))
+        self.session.set_reference_from(reference, on_built=on_built)
         self._plans: dict = {}
 
     def _plan(self, config: Mapping[str, int]):
@@ -98,13 +131,14 @@ class ProgramRunner:
                                  max_seconds=max_seconds, verify=verify)
 
 
-def make_runner(setup: dict, device) -> Runner:
-    """The runner for a worker's setup message."""
+def make_runner(setup: dict, device, on_built: Optional[Callable[[], None]] = None) -> Runner:
+    """The runner for a worker's setup message; `on_built` is called once everything is ready
+    but the run of the reference (the part that may hang)."""
     kind = setup.get("kind", "icl")
     if kind == "icl":
-        return ProgramRunner(setup, device)
+        return ProgramRunner(setup, device, on_built)
     if kind == "kernel":
         from .kernelrun import KernelRunner
 
-        return KernelRunner(setup, device)
+        return KernelRunner(setup, device, on_built)
     raise ValueError(f"unknown target kind '{kind}'")

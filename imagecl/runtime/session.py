@@ -7,7 +7,7 @@ each variant's outputs against a reference (normally the naive variant's) on the
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
@@ -84,13 +84,16 @@ class Session:
         return launcher.bind(built, self.program.kernel_symbol, launch, self._memory(launch)), launch
 
     # ---- the reference ------------------------------------------------------------------------------
-    def set_reference_from(self, plan) -> dict[str, np.ndarray]:
+    def set_reference_from(self, plan, on_built: Optional[Callable[[], None]] = None) -> dict[str, np.ndarray]:
         """Make `plan`'s outputs (normally the naive variant's) the reference of every later
         verified launch, including where it leaves pixels unwritten (see runtime/verify.py).
-        Returns its outputs (NaN, or the fill 0, where it writes nothing)."""
+        Returns its outputs (NaN, or the fill 0, where it writes nothing). `on_built` is called
+        between building `plan` and running it."""
         import pyopencl as cl
 
         kernel, launch = self._kernel(plan)
+        if on_built is not None:
+            on_built()
 
         def run() -> None:
             self._restore(only_read_write=True)
