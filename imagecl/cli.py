@@ -315,9 +315,11 @@ class _Progress:
 def _synthetic_inputs(program, shape, args) -> dict:
     """The program's arguments for a grid of `shape`: NAME=FILE/VALUE assignments given on the
     command line, random images (seeded) and 1 for the scalars that were not (with a note)."""
+    from .runtime.devices import select_device
     from .runtime.synthetic import synthetic_arguments
 
-    arguments, defaulted = synthetic_arguments(program, shape, _inputs(program, args.assignments), seed=args.seed)
+    arguments, defaulted = synthetic_arguments(program, shape, _inputs(program, args.assignments), seed=args.seed,
+                                               device=select_device(args.device))
     for name in defaulted:
         print(f"note: scalar '{name}' not given; using 1 (pass {name}=VALUE)", file=sys.stderr)
     return arguments

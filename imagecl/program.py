@@ -16,6 +16,7 @@ from .passes.semantic import ProgramInfo, analyse
 from .runtime import launcher
 from .runtime.arguments import PreparedArgs, prepare
 from .runtime.devices import select_device
+from .runtime.memory import check_device, prepared_buffers
 from .space import DeviceLimits, Space, TunableScope, analyses_per_tunables, build_space
 
 
@@ -134,6 +135,7 @@ class Program:
         """Run once; returns the written arrays and the kernel's time in seconds (profiling events)."""
         cl_device = select_device(device)
         prepared = prepare(self.info, dict(arguments))
+        check_device(prepared_buffers(self.info, prepared.arrays), cl_device)
         space = self.space_for_limits(DeviceLimits.of(cl_device), prepared.grid_shape)
         if config is None:
             config = self.tuned_config(cl_device, space)

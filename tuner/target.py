@@ -63,10 +63,12 @@ class ProgramTarget(Target):
 
     def __init__(self, program, arguments: Mapping[str, Any], device) -> None:
         from ..runtime.arguments import prepare
+        from ..runtime.memory import check_device, prepared_buffers
 
         self.program = program
         self.device = device
         self.prepared = prepare(program.info, dict(arguments))
+        check_device(prepared_buffers(program.info, self.prepared.arrays), device)
         self.run = run_key(program, device, self.prepared.grid_shape)
         self.space = program.space_for(device, self.prepared.grid_shape)
 

@@ -15,6 +15,7 @@ from ..errors import BuildError, ExecutionError
 from . import launcher
 from .arguments import prepare
 from .devices import context_and_queue, select_device
+from .memory import check_device, prepared_buffers
 from .timing import Timing, check_work_group_limit, event_seconds, time_launches
 from .verify import Verifier, capture_reference, describe_mismatch, reference_scale
 
@@ -27,6 +28,7 @@ class Session:
         self.device = select_device(device)
         self.context, self.queue = context_and_queue(self.device)
         self.prepared = prepare(program.info, dict(arguments))
+        check_device(prepared_buffers(program.info, self.prepared.arrays), self.device)
         mf = cl.mem_flags
         self.buffers: dict[str, Any] = {}
         self.pristine: dict[str, Any] = {}
