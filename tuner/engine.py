@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import json
-import math
 import multiprocessing
 import time
 from collections import Counter
@@ -19,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..errors import ArgumentError, ConfigError, ImageCLError
+from ..errors import ConfigError, ImageCLError
+from ..runtime.isolated import check_timeout
 from ..runtime.timing import Timing
 from .buildcache import BuildCache, prebuild
 from .spawn import main_module_hidden
@@ -41,18 +41,6 @@ class MeasureOptions:
 
     def __post_init__(self) -> None:
         self.timeout = check_timeout(self.timeout)
-
-
-def check_timeout(value: Any, what: str = "timeout") -> float:
-    """`value` as a number of seconds if it is a finite positive number, else an ArgumentError:
-    a timeout of 0, a negative one or NaN would record every variant as a timeout."""
-    try:
-        seconds = float(value) if not isinstance(value, (bool, str)) else math.nan
-    except (TypeError, ValueError, OverflowError):
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ArgumentError(f"{what} must be a finite number of seconds > 0, got {value!r}")
-    return seconds
 
 
 @dataclass

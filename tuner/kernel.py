@@ -509,10 +509,13 @@ class TunableKernel:
         device are measured first (`seeds`, their shared parameters only); `info["prior"]` and
         `info["transfer"]` say what was taken. A "prior" or "seeds" in `strategy_options` is
         used instead of the store's."""
+        from ..runtime.isolated import check_timeout
         from .engine import MeasureOptions, Measurer
         from .live import LiveProblem, confirm_best, size_context, store_options
         from .simulate import SimulationError, check_options, resolve_strategy
         from .store import Store
+
+        timeout = check_timeout(timeout)
 
         if self._reference is None and verify:
             raise ArgumentError("no reference to verify the variants against: call set_reference(...) or "
