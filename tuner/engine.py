@@ -204,7 +204,7 @@ class Measurer:
             self.worker.start(self.options.timeout)
             return
         timeout = self.options.timeout
-        candidates = self.target.reference_candidates(configs)[:self.REFERENCE_TRIES]
+        candidates = self.target.reference_candidates(configs, self.REFERENCE_TRIES)
         hung = []
         for candidate in candidates:
             self.worker.setup["reference_tunables"] = candidate
@@ -215,15 +215,19 @@ class Measurer:
                 continue
             if hung:
                 self.notes.append(
-                    f"{' nor '.join(self.target.describe_reference(c) for c in hung)} (the reference every "
+                    f"{self._references(hung)} (the reference every "
                     f"variant is checked against) did not finish within {timeout:g} s; variants are checked "
                     f"against {self.target.describe_reference(candidate)} instead")
             return
         del self.worker.setup["reference_tunables"]
         raise ImageCLError(
-            f"{' nor '.join(self.target.describe_reference(c) for c in hung)}, the reference every variant is "
+            f"{self._references(hung)}, the reference every variant is "
             f"checked against, did not finish within {timeout:g} s: it hangs or needs more time (a larger "
             "--timeout); nothing was measured")
+
+    def _references(self, candidates: list) -> str:
+        names = [self.target.describe_reference(c) for c in candidates]
+        return names[0] if len(names) == 1 else "neither " + " nor ".join(names)
 
     def settled(self, record: Record) -> bool:
         """Whether a stored record stands for this run: any result but a timeout recorded with a

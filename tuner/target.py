@@ -36,7 +36,7 @@ class Target:
         'kind' names the runner (see `make_runner`)."""
         raise NotImplementedError
 
-    def reference_candidates(self, configs: list[dict]) -> list[Optional[dict]]:
+    def reference_candidates(self, configs: list[dict], limit: int = 3) -> list[Optional[dict]]:
         """The references to try, in order, should one not finish within the timeout (a
         worker-setup 'reference_tunables' each; None: the target's only reference)."""
         return [None]
@@ -79,19 +79,25 @@ class ProgramTarget(Target):
         return {"kind": "icl", "source": self.program.info.unit.source, "filename": self.program.filename,
                 "arguments": self.prepared.arrays | self.prepared.scalars}
 
-    def reference_candidates(self, configs: list[dict]) -> list[Optional[dict]]:
-        """The naive variant with the tunables' first values, then with those of the
-        configurations to measure: a program's `tunable` values compute the same result by
-        contract, so the naive variant with any of them is a valid reference, and one whose
-        first value never ends (a loop that a later value avoids) need not block the others."""
+    def reference_candidates(self, configs: list[dict], limit: int = 3) -> list[Optional[dict]]:
+        """At most `limit` references: the naive variant with the tunables' first values, then
+        with those of the configurations to measure, then with any others. A program's
+        `tunable` values compute the same result by contract, so the naive variant with any of
+        them is a valid reference, and one whose first value never ends (a loop that a later
+        value avoids) need not block the others."""
+        import itertools
+
         tunables = self.program.info.tunables
         if not tunables:
             return [None]
         candidates = [{n: int(v[0]) for n, v in tunables.items()}]
-        for config in configs:
-            candidate = {n: int(config.get(n, v[0])) for n, v in tunables.items()}
+        others = (dict(zip(tunables, values)) for values in itertools.product(*tunables.values()))
+        for candidate in itertools.chain(({n: int(c.get(n, v[0])) for n, v in tunables.items()} for c in configs),
+                                         itertools.islice(others, 1000)):
             if candidate not in candidates:
                 candidates.append(candidate)
+            if len(candidates) >= limit:
+                break
         return candidates
 
     def describe_reference(self, candidate: Optional[dict]) -> str:
