@@ -108,8 +108,9 @@ def test_the_cli_measures_a_program_whose_naive_variant_hangs(tmp_path, cache_di
     assert main(["measure", str(source), "--size", "6x4", "--configs", str(configs), "--db", str(db),
                  "--timeout", "2", "--device", "pthread"]) == 0
     captured = capsys.readouterr()
-    assert "note: the naive variant of 'spin' with T=1 (the reference every variant is checked against) did not " \
-           "finish within 2 s; variants are checked against the naive variant of 'spin' with T=0 instead" in captured.err
+    note = ("note: the naive variant of 'spin' with T=1 (the reference every variant is checked against) did not "
+            "finish within 2 s; variants are checked against the naive variant of 'spin' with T=0 instead")
+    assert note in captured.err
     assert "2 measured (ok 1, timeout 1)" in captured.out
     with Store(db) as store:
         statuses = sorted((r.config["T"], r.status, r.limit) for r in store.records())
