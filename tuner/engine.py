@@ -215,15 +215,14 @@ class Measurer:
                 continue
             if hung:
                 self.notes.append(
-                    f"{self._references(hung)} (the reference every "
-                    f"variant is checked against) did not finish within {timeout:g} s; variants are checked "
-                    f"against {self.target.describe_reference(candidate)} instead")
+                    f"{self._references(hung)} (the reference every variant is checked against) did not finish "
+                    f"within {timeout:g} s; variants are checked against "
+                    f"{self.target.describe_reference(candidate)} instead")
             return
         del self.worker.setup["reference_tunables"]
         raise ImageCLError(
-            f"{self._references(hung)}, the reference every variant is "
-            f"checked against, did not finish within {timeout:g} s: it hangs or needs more time (a larger "
-            "--timeout); nothing was measured")
+            f"{self._references(hung)}, the reference every variant is checked against, did not finish within "
+            f"{timeout:g} s: it hangs or needs more time (a larger --timeout); nothing was measured")
 
     def _references(self, candidates: list) -> str:
         names = [self.target.describe_reference(c) for c in candidates]

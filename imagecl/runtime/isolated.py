@@ -41,6 +41,9 @@ def check_timeout(value: Any, what: str = "timeout") -> float:
 
 def _child(conn, setup: dict) -> None:
     """The child: build, say so, run, send the outputs (or the error)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's, which then kills this process
     try:
         import imagecl
         from imagecl.runtime import launcher
