@@ -140,6 +140,21 @@ def test_tune_keeps_the_default_when_every_pick_of_the_search_times_out(tmp_path
     assert statuses == [(0, "ok"), (1, "timeout"), (1, "timeout")]
 
 
+def test_a_hanging_reference_kernel_is_a_clear_error(tmp_path, cache_dir):
+    from imagecl.tuner.kernel import Output, TunableKernel
+
+    k = TunableKernel("__kernel void k(__global int* o) { o[get_global_id(0)] = X; }", "k", global_size=(8,))
+    k.add_parameter("X", [1, 2])
+    k.set_arguments([Output(np.zeros(8, np.int32))])
+    k.set_reference_kernel("__kernel void ref(__global int* o) { int v = 1; while (v >= 0) {"
+                           " v = (v * 3 + 1) & 0x7fffffff; o[get_global_id(0)] = v; } }", "ref", global_size=(8,))
+    started = time.time()
+    with pytest.raises(ImageCLError, match=r"^the reference kernel 'ref', the reference every variant is checked "
+                                           r"against, did not finish within 1 s"):
+        k.tune(device="pthread", store=tmp_path / "k.db", timeout=1)
+    assert time.time() - started < 30
+
+
 # ---- timeouts with their limit ------------------------------------------------------------------
 
 def _run_key(prog, shape):

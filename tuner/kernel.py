@@ -117,6 +117,10 @@ class KernelTarget(Target):
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
         return build_input(self.kernel.source, self.kernel.build_options, self.kernel._defines(), config)
 
+    def describe_reference(self, candidate: Optional[dict]) -> str:
+        spec = (self.kernel._reference or {}).get("kernel") if self.verify else None
+        return f"the reference kernel '{spec['kernel_name']}'" if spec else "the reference"
+
     def worker_setup(self) -> dict:
         k = self.kernel
         return {"kind": "kernel", "source": k.source, "kernel_name": k.kernel_name, "build_options": k.build_options,
