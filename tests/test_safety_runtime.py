@@ -364,3 +364,15 @@ def test_a_run_checks_the_device_before_uploading(monkeypatch):
     with pytest.raises(ResourceError, match="refused"):
         prog(a=np.zeros((4, 4), np.float32), device="pthread")
     assert seen == [["image 'a' (4, 4) float32", "image 'o' (4, 4) float32"]]
+
+
+def test_measuring_counts_the_device_copies_of_the_outputs(tmp_path, monkeypatch):
+    prog = imagecl.compile(COPY, "copy.icl")
+    tiny = SimpleNamespace(name="tiny", max_mem_alloc_size=2**20, global_mem_size=40 * 2**10)
+    real = memory.check_device
+    monkeypatch.setattr(memory, "check_device", lambda buffers, device, *rest: real(buffers, tiny, *rest))
+    args = {"a": np.zeros((64, 64), np.float32)}  # 16 KiB, and the output as much: 32 KiB would fit in 40 KiB
+    with Store(tmp_path / "t.db") as store:
+        with pytest.raises(ResourceError, match=r"^the arguments and the measurement's copies of the outputs need "
+                                                r"64.0 KiB on the device, but 'tiny' has 40.0 KiB of memory"):
+            Measurer(prog, args, store, "pthread")

@@ -14,6 +14,7 @@ repeats, strategies) is shared.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Mapping, Optional, Protocol
 
 from ..space import Space
@@ -68,7 +69,13 @@ class ProgramTarget(Target):
         self.program = program
         self.device = device
         self.prepared = prepare(program.info, dict(arguments))
-        check_device(prepared_buffers(program.info, self.prepared.arrays), device)
+        buffers = prepared_buffers(program.info, self.prepared.arrays)
+        # a measurement keeps two more copies of each written array on the device: its initial
+        # data, restored before every launch, and the reference (session.py, verify.py)
+        copies = [dataclasses.replace(b, label=f"{b.label} ({copy})")
+                  for b, name in zip(buffers, self.prepared.arrays) if program.info.arrays[name].is_written
+                  for copy in ("its initial data", "its reference")]
+        check_device(buffers + copies, device, "the arguments and the measurement's copies of the outputs")
         self.run = run_key(program, device, self.prepared.grid_shape)
         self.space = program.space_for(device, self.prepared.grid_shape)
 
@@ -109,8 +116,6 @@ class ProgramRunner:
     """The worker side of a ProgramTarget: a Session whose reference is the naive variant."""
 
     def __init__(self, setup: dict, device, on_built: Optional[Callable[[], None]] = None) -> None:
-        import dataclasses
-
         import imagecl
         from imagecl.runtime.session import Session
 
