@@ -428,9 +428,13 @@ def _tune(args) -> int:
         print(f"confirmed: the {confirmed['confirmed']} fastest timed again with 15 launches each, in 5 rounds "
               "that take them in turn "
               f"(the search's best: {confirmed['search_best_seconds'] * 1e3:.4f} ms)", file=sys.stderr)
-    print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements"
-          + (f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / best_time:.2f}x)"
-             if naive_time else ""))
+    if best == space.complete(space.defaults):
+        compared = " (the default configuration)"  # its earlier, shorter timing is no baseline for itself
+    elif naive_time:
+        compared = f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / best_time:.2f}x)"
+    else:
+        compared = ""
+    print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements{compared}")
     print(f"configuration: {json.dumps(best)}")
     print("wrote " + ", ".join(str(p) for p in paths))
     print(f"measurements in {db}; imagecl.load('{args.file}') now uses this configuration on this device")
