@@ -4,9 +4,12 @@
   measured together, after one build; sources are built ahead, in parallel processes, into the
   on-disk build cache.
 - Launches run in a worker process (worker.py). A variant that hangs is stopped by a watchdog
-  (the worker is killed and replaced) and recorded as a timeout; a worker that dies is recorded
-  as a crash; the run goes on.
-- Every result is committed to the store as it arrives; a restarted run skips what is stored.
+  (the worker is killed and replaced) and recorded as a timeout, with the timeout it had; a
+  worker that dies is recorded as a crash; the run goes on. The reference's run, when a worker
+  starts, is under the same watchdog: one that hangs is replaced by another (a program's naive
+  variant with other `tunable` values), and when none finishes the run stops with an error.
+- Every result is committed to the store as it arrives; a restarted run skips what is stored,
+  except timeouts recorded with less time than it allows, which are measured again.
 """
 from __future__ import annotations
 
