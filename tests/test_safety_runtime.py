@@ -337,6 +337,12 @@ def test_host_memory_is_checked_with_the_memory_available(monkeypatch):
     with pytest.raises(ResourceError, match=r"the host has only 10.0 MiB"):
         prog(a=np.zeros((2048, 2048), np.float32), device="pthread")
     assert synthetic_arguments(prog, (64, 64))[0]["a"].shape == (64, 64)  # what fits is generated
+    # a run with a timeout sends the arrays (16 KiB each) to a child, which holds them too
+    monkeypatch.setattr(memory, "host_available", lambda: 48 * 2**10)
+    small = np.ones((64, 64), np.float32)
+    np.testing.assert_array_equal(prog(a=small, device="pthread")["o"], small * 2)
+    with pytest.raises(ResourceError, match=r"^the arguments of a run in a child process need 32.0 KiB \(2 copies"):
+        prog(a=small, device="pthread", timeout=10)
 
 
 def test_device_limits_name_the_buffer_its_size_and_the_limit():

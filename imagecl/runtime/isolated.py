@@ -17,7 +17,7 @@ import numpy as np
 from .. import errors
 from ..errors import ExecutionError, ImageCLError
 from .arguments import PreparedArgs
-from .memory import ResourceError
+from .memory import ResourceError, check_host, prepared_buffers
 
 # starting the child (Python, pyopencl, the program) and building the kernel may take this long
 # whatever the timeout: the timeout is the run's (upload, kernel, download)
@@ -73,6 +73,9 @@ def run_isolated(program, prepared: PreparedArgs, device: Any, config: Optional[
     from ..tuner.spawn import main_module_hidden
     from .devices import _all_devices
 
+    # the arrays travel pickled to the child, which holds its own copy
+    check_host(prepared_buffers(program.info, prepared.arrays), "the arguments of a run in a child process",
+               copies=2)
     setup = {"source": program.info.unit.source, "filename": program.filename,
              "device_index": list(_all_devices()).index(device), "config": config,
              "arguments": {**prepared.arrays, **prepared.scalars}}
