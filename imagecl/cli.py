@@ -38,6 +38,18 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    """A --timeout: a finite number of seconds > 0 (0, a negative number or nan would make every
+    variant a timeout)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"needs a finite number of seconds > 0, got '{text}'")
+    return value
+
+
 def _search_options(parser: argparse.ArgumentParser, db_help: str, others: str) -> None:
     """The options `tune` and `tune-kernel` share: the search's seed, the confirmation, the
     database and what it lends, the watchdog and the output folder."""
@@ -49,7 +61,9 @@ def _search_options(parser: argparse.ArgumentParser, db_help: str, others: str) 
     parser.add_argument("--no-transfer", action="store_true",
                         help=f"do not start from the best configurations of {others} tuned on this device in the "
                              "database (by default the search measures them first)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
+    parser.add_argument("--timeout", type=_seconds, default=60.0,
+                        help="seconds per configuration before the watchdog (default 60); timeouts stored with a "
+                             "smaller limit are measured again")
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
 
 
@@ -76,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="save an output array (.npy, .png, .tif, ...); repeatable")
     run.add_argument("--device", help="device index or name fragment (default: $IMAGECL_DEVICE, else the first GPU)")
     run.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json")
+    run.add_argument("--timeout", type=_seconds, default=60.0,
+                     help="seconds the run (upload, kernel, download) may take before it is stopped (default 60)")
 
     space = sub.add_parser("space", help="print a program's tuning space on a device")
     space.add_argument("file")
@@ -101,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--configs", metavar="FILE", help="a JSON file with a list of configurations")
     meas.add_argument("--seed", type=int, default=0, help="seed for --random and for the random inputs")
     meas.add_argument("--db", required=True, help="SQLite results database (created if missing)")
-    meas.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
+    meas.add_argument("--timeout", type=_seconds, default=60.0,
+                      help="seconds per configuration before the watchdog (default 60); timeouts stored with a "
+                           "smaller limit are measured again")
 
     res = sub.add_parser("results", help="list what a results database holds")
     res.add_argument("--db", required=True)
@@ -250,7 +268,8 @@ def _run(args) -> int:
     for name, path in saves.items():
         check_output(path, read, f"output '{name}'")
     check_distinct(saves.values())
-    outputs, seconds = program.run(values, device=args.device, config=_parse_config(args.config))
+    outputs, seconds = program.run(values, device=args.device, config=_parse_config(args.config),
+                                   timeout=args.timeout)
     for name, out in outputs.items():
         if name in saves:
             write_array(saves[name], out)
@@ -344,9 +363,11 @@ class _Progress:
 def _synthetic_inputs(program, shape, args) -> dict:
     """The program's arguments for a grid of `shape`: NAME=FILE/VALUE assignments given on the
     command line, random images (seeded) and 1 for the scalars that were not (with a note)."""
+    from .runtime.devices import select_device
     from .runtime.synthetic import synthetic_arguments
 
-    arguments, defaulted = synthetic_arguments(program, shape, _inputs(program, args.assignments), seed=args.seed)
+    arguments, defaulted = synthetic_arguments(program, shape, _inputs(program, args.assignments), seed=args.seed,
+                                               device=select_device(args.device))
     for name in defaulted:
         print(f"note: scalar '{name}' not given; using 1 (pass {name}=VALUE)", file=sys.stderr)
     return arguments
@@ -379,6 +400,8 @@ def _measure(args) -> int:
     with Store(args.db) as store:
         summary = measure(program, arguments, configs, store, device=args.device,
                           options=MeasureOptions(timeout=args.timeout), progress=_Progress())
+    for note in summary.notes:
+        print(f"note: {note}", file=sys.stderr)
     print(summary.describe())
     return 0
 
@@ -390,7 +413,7 @@ def _tune(args) -> int:
     from .tuner.engine import MeasureOptions, Measurer
     from .tuner.live import LiveProblem, confirm_best, size_context, store_messages, store_options
     from .tuner.simulate import SimulationError, resolve_strategy
-    from .tuner.store import Store
+    from .tuner.store import Store, canonical_config
 
     import numpy as np
 
@@ -418,6 +441,8 @@ def _tune(args) -> int:
     with Store(db) as store, Measurer(program, arguments, store, device,
                                       MeasureOptions(timeout=args.timeout, prebuild=False)) as measurer:
         naive = measurer.measure([space.defaults])  # the baseline the result is compared with
+        for note in naive.notes:
+            print(f"note: {note}", file=sys.stderr)
         from .tuner.engine import Summary
 
         live = Summary()
@@ -437,23 +462,34 @@ def _tune(args) -> int:
             print(line, file=sys.stderr)
         options = taken.options
         result = strategy(problem, args.budget, np.random.default_rng(args.seed), **options)
-        if result.best_config is None:
-            raise ImageCLError("no configuration could be measured successfully; see 'imagecl results --db "
-                               f"{db}' for the failures")
-        best_config, best_time, confirmed = confirm_best(measurer, result.history, top=args.confirm)
+        history = list(result.history)
+        default_time = problem.known.get(canonical_config(space.complete(space.defaults)))
+        if result.best_config is None and default_time is not None:
+            # the search's picks all failed (timed out, say), but the default configuration ran
+            print(f"note: none of the {result.evaluations} configurations the search measured ran successfully; "
+                  "keeping the default configuration", file=sys.stderr)
+            history.append((dict(space.defaults), default_time))
+        elif result.best_config is None:
+            raise ImageCLError("no configuration could be measured successfully, the default configuration "
+                               f"included; see 'imagecl results --db {db}' for the failures")
+        best_config, best_time, confirmed = confirm_best(measurer, history, top=args.confirm)
     best = space.complete(best_config)
     predicted = result.info.get("predicted_seconds") if best_config == result.best_config else None
     paths = export_tuned(program, best, out, device, shape, measured=best_time, predicted=predicted,
                          inputs=read + database_files(db))
     tuned.record(program.info.unit.source, device, best, shape, best_time)
-    naive_time = naive.best_time
+    naive_time = default_time
     if confirmed["confirmed"]:
         print(f"confirmed: the {confirmed['confirmed']} fastest timed again with 15 launches each, in 5 rounds "
               "that take them in turn "
               f"(the search's best: {confirmed['search_best_seconds'] * 1e3:.4f} ms)", file=sys.stderr)
-    print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements"
-          + (f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / best_time:.2f}x)"
-             if naive_time else ""))
+    if best == space.complete(space.defaults):
+        compared = " (the default configuration)"  # its earlier, shorter timing is no baseline for itself
+    elif naive_time:
+        compared = f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / best_time:.2f}x)"
+    else:
+        compared = ""
+    print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements{compared}")
     print(f"configuration: {json.dumps(best)}")
     print("wrote " + ", ".join(str(p) for p in paths))
     print(f"measurements in {db}; imagecl.load('{args.file}') now uses this configuration on this device")

@@ -119,6 +119,10 @@ class KernelTarget(Target):
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
         return build_input(self.kernel.source, self.kernel.build_options, self.kernel._defines(), config)
 
+    def describe_reference(self, candidate: Optional[dict]) -> str:
+        spec = (self.kernel._reference or {}).get("kernel") if self.verify else None
+        return f"the reference kernel '{spec['kernel_name']}'" if spec else "the reference"
+
     def worker_setup(self) -> dict:
         k = self.kernel
         return {"kind": "kernel", "source": k.source, "kernel_name": k.kernel_name, "build_options": k.build_options,
@@ -526,10 +530,13 @@ class TunableKernel:
         device are measured first (`seeds`, their shared parameters only); `info["prior"]` and
         `info["transfer"]` say what was taken. A "prior" or "seeds" in `strategy_options` is
         used instead of the store's."""
+        from ..runtime.isolated import check_timeout
         from .engine import MeasureOptions, Measurer
         from .live import LiveProblem, confirm_best, size_context, store_options
         from .simulate import SimulationError, check_options, resolve_strategy
         from .store import Store
+
+        timeout = check_timeout(timeout)
 
         if self._reference is None and verify:
             raise ArgumentError("no reference to verify the variants against: call set_reference(...) or "

@@ -70,10 +70,11 @@ class Record:
     driver: str = ""
     problem_size: str = ""
     timestamp: float = 0.0
+    limit: Optional[float] = None  # a timeout's limit in seconds (None: not a timeout, or recorded without)
 
     def to_json(self) -> dict:
         return {"config": self.config, "status": self.status, "time": self.time, "times": self.times,
-                "spread": self.spread, "error": self.error, "verified": self.verified,
+                "spread": self.spread, "error": self.error, "verified": self.verified, "limit": self.limit,
                 "program": self.program_name, "program_hash": self.program_hash, "device": self.device,
                 "driver": self.driver, "problem_size": self.problem_size, "timestamp": self.timestamp,
                 "source_hash": self.source_hash}
@@ -174,6 +175,7 @@ class Store:
                     # nothing to read: empty tables of this connection's own, the file stays as it is
                     self.db.executescript(_SCHEMA.split("CREATE INDEX")[0].replace("CREATE TABLE IF NOT EXISTS",
                                                                                    "CREATE TEMP TABLE"))
+                self._limit = self._limit_column()
                 return
             self.db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -181,6 +183,8 @@ class Store:
             self.db.executescript(_SCHEMA)
             self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            add_limit_column(self.db)
+            self._limit = "timeout_limit"
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable results database ({exc})") from None
 
@@ -193,6 +197,11 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _limit_column(self) -> str:
+        # a read-only store of an older database has no timeout_limit column (the migration writes)
+        columns = {row[1] for row in self._execute("PRAGMA table_info(measurements)")}
+        return "timeout_limit" if "timeout_limit" in columns else "NULL"
+
     def _execute(self, query: str, args: tuple = ()) -> list[tuple]:
         """Rows of `query`; a damaged database is the user's file to mend, not a crash."""
         try:
@@ -201,28 +210,32 @@ class Store:
             raise StoreError(f"{self.path}: cannot {'read' if query.startswith('SELECT') else 'write'} the results "
                              f"database ({exc})") from None
 
-    def done_keys(self, run: RunKey) -> set[str]:
+    def done_keys(self, run: RunKey, timeout: Optional[float] = None) -> set[str]:
+        """The configurations of `run` that need no new measurement: all stored ones, except,
+        with the `timeout` of a new run, timeouts recorded with a smaller limit (or none)."""
         rows = self._execute(
-            "SELECT config_key FROM measurements WHERE program_hash=? AND device=? AND driver=? AND problem_size=?",
+            f"SELECT config_key, status, {self._limit} FROM measurements"
+            " WHERE program_hash=? AND device=? AND driver=? AND problem_size=?",
             (run.program_hash, run.device, run.driver, run.problem_size))
-        return {r[0] for r in rows}
+        return {key for key, status, limit in rows
+                if timeout is None or _settled(status, limit, timeout)}
 
     def add(self, run: RunKey, record: Record) -> None:
         if self.readonly:
             raise StoreError(f"{self.path}: opened read-only")
         self._execute(
             "INSERT OR REPLACE INTO measurements (program_hash, program_name, device, driver, problem_size, config,"
-            " config_key, source_hash, status, time, times, spread, error, verified, timestamp)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " config_key, source_hash, status, time, times, spread, error, verified, timestamp, timeout_limit)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run.program_hash, run.program_name, run.device, run.driver, run.problem_size,
              json.dumps(record.config), canonical_config(record.config), record.source_hash, record.status,
              record.time, json.dumps(record.times), record.spread, record.error, int(record.verified),
-             record.timestamp or time.time()))
+             record.timestamp or time.time(), record.limit))
 
     def records(self, run: Optional[RunKey] = None, config_key: Optional[str] = None) -> Iterator[Record]:
         """The stored records (of `run`; of one configuration, by its canonical key)."""
         query = "SELECT program_name, program_hash, device, driver, problem_size, config, source_hash, status," \
-                " time, times, spread, error, verified, timestamp FROM measurements"
+                f" time, times, spread, error, verified, timestamp, {self._limit} FROM measurements"
         args: tuple = ()
         if run is not None:
             query += " WHERE program_hash=? AND device=? AND driver=? AND problem_size=?"
@@ -231,7 +244,8 @@ class Store:
             query += (" AND" if run is not None else " WHERE") + " config_key=?"
             args += (config_key,)
         for row in self._execute(query + " ORDER BY id", args):
-            (name, phash, device, driver, size, config, shash, status, t, times, spread, error, verified, ts) = row
+            (name, phash, device, driver, size, config, shash, status, t, times, spread, error, verified, ts,
+             limit) = row
             try:
                 parsed, parsed_times = json.loads(config), json.loads(times or "[]")
             except (TypeError, ValueError, RecursionError):
@@ -239,7 +253,7 @@ class Store:
             if not isinstance(parsed, dict):
                 raise StoreError(f"{self.path}: a damaged record (configuration {str(config)[:60]!r})")
             yield Record(parsed, status, t, parsed_times, spread, error, bool(verified),
-                         shash, name, phash, device, driver, size, ts)
+                         shash, name, phash, device, driver, size, ts, limit)
 
     def runs(self) -> list[RunKey]:
         rows = self._execute("SELECT DISTINCT program_hash, program_name, device, driver, problem_size"
@@ -252,6 +266,27 @@ class Store:
             self.add(run, r)
             n += 1
         return n
+
+
+def add_limit_column(db: sqlite3.Connection) -> None:
+    """Migration: the `timeout_limit` column (seconds a timeout was given; NULL for other
+    results and for timeouts stored before it existed), added to a database that lacks it.
+    A timeout is only final for runs that allow no more time than it had (`settled`)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(measurements)")}
+    if "timeout_limit" not in columns:
+        db.execute("ALTER TABLE measurements ADD COLUMN timeout_limit REAL")
+
+
+def _settled(status: str, limit: Optional[float], timeout: float) -> bool:
+    # a timeout without a limit (an older database's) is measured again: its limit is unknown
+    return status != "timeout" or (limit is not None and limit >= timeout)
+
+
+def settled(record: Record, timeout: float) -> bool:
+    """Whether `record` stands for a run with this `timeout`: every result but a timeout whose
+    limit was smaller (or unknown); such configurations are measured again and the new result
+    replaces the timeout (one record per configuration)."""
+    return _settled(record.status, record.limit, timeout)
 
 
 class StoreError(ImageCLError):
