@@ -62,7 +62,7 @@ def comment(text: Any) -> str:
     # a comment's end or a nested start; '??' would begin a trigraph (??/ is a backslash in C99)
     escaped = re.sub(r"\*(?=/)", "*\\\\", escaped)
     escaped = re.sub(r"/(?=\*)", "/\\\\", escaped)
-    escaped = escaped.replace("??", "?\\?")
+    escaped = re.sub(r"\?(?=\?)", "?\\\\", escaped)
     if escaped.endswith("\\"):  # only as the end of "\\": written so that no backslash ends the text
         escaped = escaped[:-2] + "\\x5c"
     return escaped

@@ -39,6 +39,7 @@ HOSTILE = [
     "lib*/\n#define get_global_id(d) 0\n/*",
     "x/*/ int imcl_injected_marker = 1; /*/",
     "trailing??/",
+    "odd???/",
     "trailing\\",
     "nul\x00byte\x1b[31m\u202eevil\udcff",
 ]

@@ -292,6 +292,26 @@ def test_a_store_of_a_newer_schema_is_refused_untouched(ours):
     assert snapshot(ours.parent) == before
 
 
+def test_a_store_damaged_past_its_first_page_is_a_clear_error(tmp_path, capsys):
+    """The header and the table list read well; the records' pages do not."""
+    db = tmp_path / "big.db"
+    run = RunKey("abc", "double_it", "dev", "drv", "16x16")
+    with Store(db) as store:
+        for i in range(3000):
+            store.add(run, Record({"wg_x": i, "pad": 10 ** 9}, "ok", 1e-5, [1e-5] * 8))
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    data = bytearray(db.read_bytes())
+    page = 4096
+    for start in range(10 * page, len(data) - page, 3 * page):
+        data[start:start + page] = bytes([0xA5]) * page
+    db.write_bytes(bytes(data))
+    for command in (("results", "--db", db), ("results", "--db", db, "--json")):
+        code, _, err = cli(capsys, *command)
+        assert code == 1 and "cannot read the results database" in err, err
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "bad_record"])
 def test_damaged_databases_give_a_clear_error(ours, tmp_path, capsys, damage):
     src = tmp_path / "d.icl"

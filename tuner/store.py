@@ -210,6 +210,13 @@ class Store:
             raise StoreError(f"{self.path}: cannot {'read' if query.startswith('SELECT') else 'write'} the results "
                              f"database ({exc})") from None
 
+    def _rows(self, query: str, args: tuple = ()) -> Iterator[tuple]:
+        """The rows of `query` one at a time (a store can hold hundreds of thousands), as _execute."""
+        try:
+            yield from self.db.execute(query, args)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read the results database ({exc})") from None
+
     def done_keys(self, run: RunKey, timeout: Optional[float] = None) -> set[str]:
         """The configurations of `run` that need no new measurement: all stored ones, except,
         with the `timeout` of a new run, timeouts recorded with a smaller limit (or none)."""
@@ -243,7 +250,7 @@ class Store:
         if config_key is not None:
             query += (" AND" if run is not None else " WHERE") + " config_key=?"
             args += (config_key,)
-        for row in self._execute(query + " ORDER BY id", args):
+        for row in self._rows(query + " ORDER BY id", args):
             (name, phash, device, driver, size, config, shash, status, t, times, spread, error, verified, ts,
              limit) = row
             try:
