@@ -194,6 +194,23 @@ def test_a_stored_timeout_is_measured_again_with_a_larger_timeout_and_replaced(t
             assert record.status == "ok" and record.time > 0 and record.limit is None
 
 
+def test_a_search_measures_a_stored_timeout_again_when_it_allows_more_time(tmp_path, cache_dir):
+    from imagecl.tuner.live import LiveProblem
+
+    prog = imagecl.compile(COPY, "copy.icl")
+    args = {"a": np.random.default_rng(0).random((8, 8), dtype=np.float32)}
+    space = prog.space_for("pthread", (8, 8))
+    stale, kept = space.complete({"wg_x": 2}), space.complete({"wg_x": 4})
+    with Store(tmp_path / "s.db") as store, Measurer(prog, args, store, "pthread",
+                                                     MeasureOptions(timeout=20)) as measurer:
+        store.add(measurer.run, Record(stale, "timeout", None, limit=0.5))
+        store.add(measurer.run, Record(kept, "timeout", None, limit=30.0))
+        problem = LiveProblem(space, measurer)
+        assert problem.evaluate(stale) > 0  # 0.5 s was less than this search allows: measured again
+        assert problem.evaluate(kept) is None  # 30 s was more: it stands
+        assert sorted(r.status for r in store.records()) == ["ok", "timeout"]
+
+
 def test_an_older_database_gets_the_limit_column_and_its_timeouts_are_retried(tmp_path):
     db = tmp_path / "old.db"
     con = sqlite3.connect(db)
