@@ -47,9 +47,8 @@ def _child(conn, setup: dict) -> None:
     try:
         import imagecl
         from imagecl.runtime import launcher
-        from imagecl.runtime.devices import _all_devices
-
         from imagecl.runtime.arguments import prepare
+        from imagecl.runtime.devices import _all_devices
 
         program = imagecl.compile(setup["source"], setup["filename"])
         device = _all_devices()[setup["device_index"]]
