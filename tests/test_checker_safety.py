@@ -359,3 +359,21 @@ def test_tunable_named_like_the_array_image_reads_coordinates():
         k = np.arange(6, dtype=np.float32).reshape(2, 3)
         out = prog(input=np.ones((2, 2), np.float32), k=k, config={name: 3})["output"]
         np.testing.assert_allclose(out, 5.0 + 3.0)
+
+
+def test_loop_over_two_billion_offsets_gets_a_space_quickly():
+    """bilateral.icl with its main loop over k = -2147483648 .. 2 (a fuzzed case): the register
+    tile's size was computed by listing the footprint's 2^31 rows, which ran the process out of
+    memory while building the space."""
+    import time
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parent.parent / "examples" / "bilateral.icl").read_text()
+    at = src.rindex("int k = -2;")
+    src = src[:at] + "int k = -2147483648;" + src[at + len("int k = -2;"):]
+    write = "output[idx][idy][idz] = convert_uchar_sat(sum / wsum + 0.5f);"
+    src = src.replace(write, "{{" + write + "}}")  # as fuzzed: only then does the space size a register tile
+    start = time.perf_counter()
+    prog = _builds(src, others=1)
+    assert time.perf_counter() - start < 20
+    assert prog.space_for(select_device(None), (8, 8, 8)).size > 1
