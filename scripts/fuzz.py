@@ -31,6 +31,7 @@ from typing import Iterator, Optional
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TIME_LIMIT_S = 10.0
+BUILD_LIMIT_S = 300.0  # a slow build on a loaded machine is not a failure; a stuck one is
 
 # names a program should be able to use, or be told clearly that it cannot
 RESERVED_NAMES = (
@@ -425,11 +426,21 @@ class _Isolated:
 
         if self.pool is None:
             self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        from concurrent.futures import TimeoutError as FutureTimeout
+
         try:
-            return self.pool.submit(_build_in_child, case.source, case.name, self.device_spec, seed).result()
+            future = self.pool.submit(_build_in_child, case.source, case.name, self.device_spec, seed)
+            return future.result(timeout=BUILD_LIMIT_S)
         except BrokenProcessPool:
             self.pool = None
             return "the build crashed the process"
+        except FutureTimeout:
+            # the executor cannot cancel a running call: end its one worker (ours) and start anew
+            for process in list(self.pool._processes.values()):
+                process.kill()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
+            return f"the space or build took over {BUILD_LIMIT_S} s"
 
 
 def run(count: int, seed: int, device=None, limit_s: float = TIME_LIMIT_S, isolate=None) -> Report:
