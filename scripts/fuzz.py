@@ -31,6 +31,7 @@ from typing import Iterator, Optional
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TIME_LIMIT_S = 10.0
+BUILD_LIMIT_S = 300.0  # a slow build on a loaded machine is not a failure; a stuck one is
 
 # names a program should be able to use, or be told clearly that it cannot
 RESERVED_NAMES = (
@@ -403,9 +404,50 @@ def build(program, device, seed: int) -> Optional[str]:
     return None
 
 
-def run(count: int, seed: int, device=None, limit_s: float = TIME_LIMIT_S) -> Report:
-    """Check `count` cases (and build the accepted ones on `device`, if given)."""
+def _build_in_child(source: str, name: str, device_spec, seed: int) -> Optional[str]:
+    import imagecl
+    from imagecl.runtime.devices import select_device
+
+    return build(imagecl.compile(source, f"{name}.icl"), select_device(device_spec), seed)
+
+
+class _Isolated:
+    """Builds in a child process, so that a driver that aborts the process (PoCL does on some
+    kernels) is one failed case, not the end of the run."""
+
+    def __init__(self, device_spec) -> None:
+        self.device_spec = device_spec
+        self.pool = None
+
+    def __call__(self, case: Case, seed: int) -> Optional[str]:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        try:
+            future = self.pool.submit(_build_in_child, case.source, case.name, self.device_spec, seed)
+            return future.result(timeout=BUILD_LIMIT_S)
+        except BrokenProcessPool:
+            self.pool = None
+            return "the build crashed the process"
+        except FutureTimeout:
+            # the executor cannot cancel a running call: end its one worker (ours) and start anew
+            for process in list(self.pool._processes.values()):
+                process.kill()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = None
+            return f"the space or build took over {BUILD_LIMIT_S} s"
+
+
+def run(count: int, seed: int, device=None, limit_s: float = TIME_LIMIT_S, isolate=None) -> Report:
+    """Check `count` cases (and build the accepted ones on `device`, if given; or, with
+    `isolate` a device name, each in a child process)."""
     report = Report()
+    builder = _Isolated(isolate) if isolate is not None else None
     for i, case in enumerate(cases(count, seed)):
         outcome, program = check(case, limit_s)
         report.counts["tried"] += 1
@@ -413,8 +455,8 @@ def run(count: int, seed: int, device=None, limit_s: float = TIME_LIMIT_S) -> Re
         report.slowest = max(report.slowest, outcome.seconds)
         if outcome.kind in ("internal", "hang"):
             report.failures.append((case, outcome))
-        if program is not None and device is not None:
-            why = build(program, device, seed * 100003 + i)
+        if program is not None and (device is not None or builder is not None):
+            why = builder(case, seed * 100003 + i) if builder else build(program, device, seed * 100003 + i)
             if why is None:
                 report.counts["builds"] += 1
             else:
@@ -432,13 +474,8 @@ def main(argv=None) -> int:
     parser.add_argument("--show", type=int, default=10, help="failures to print")
     parser.add_argument("--save", help="folder to write the failing cases into")
     args = parser.parse_args(argv)
-    device = None
-    if not args.no_build:
-        from imagecl.runtime.devices import select_device
-
-        device = select_device(args.device)
     start = time.perf_counter()
-    report = run(args.cases, args.seed, device)
+    report = run(args.cases, args.seed, isolate=None if args.no_build else args.device)
     summary = report.summary()
     summary["seconds"] = round(time.perf_counter() - start, 1)
     print(json.dumps(summary))

@@ -328,3 +328,52 @@ def test_long_else_if_chain_builds():
     prog = _builds(HEAD + SIG + f"    float v = input[idx][idy];\n    {chain}\n    output[idx][idy] = v;\n}}\n", others=0)
     img = np.array([[0.2, 7.7, 200.0]], np.float32)
     np.testing.assert_allclose(prog(input=img)["output"], [[0.0, 8.0, 200.0]])
+
+
+# ---- found by the fuzzer (scripts/fuzz.py, 3000 cases) ------------------------------------------
+
+
+def test_variable_used_in_its_own_initializer():
+    """In C, `float y = a[y]` reads the new float (the outer int is hidden from the declarator
+    on): the checker had resolved it to the outer variable, and an interior variant did not build."""
+    src = HEAD + SIG + "    for (int y = 0; y < 2; y++) {\n        float y = input[idx + y][idy];\n" \
+        "        output[idx][idy] = y;\n    }\n}\n"
+    err = _error(src)
+    assert (err.line, err.column, err.message) == (4, 31, "variable 'y' is used in its own initializer")
+
+
+def test_idz_before_the_grid_is_known_in_a_2d_grid():
+    src = "#pragma imcl grid(output)\nvoid f(Image<int> output) {\n    int z = idz;\n    output[idx][idy] = z;\n}\n"
+    err = _error(src)
+    assert (err.line, err.column, err.message) == (3, 13, "'idz' is only defined for 3-D grids; this grid is 2-D")
+
+
+def test_tunable_named_like_the_array_image_reads_coordinates():
+    """A tunable `i` or `j` became `#define i 3`, rewriting the generated read function of an
+    array in image memory (its parameters are `int j, int i`)."""
+    for name in ("i", "j"):
+        src = f"#pragma imcl tunable({name}: 1, 3)\n#pragma imcl image_mem(k)\n" + HEAD + \
+            "void f(Image<float> input, Image<float> output, float k[2][3]) {\n" \
+            f"    output[idx][idy] = input[idx][idy] * k[1][2] + (float){name};\n}}\n"
+        prog = _builds(src, others=0)
+        k = np.arange(6, dtype=np.float32).reshape(2, 3)
+        out = prog(input=np.ones((2, 2), np.float32), k=k, config={name: 3})["output"]
+        np.testing.assert_allclose(out, 5.0 + 3.0)
+
+
+def test_loop_over_two_billion_offsets_gets_a_space_quickly():
+    """bilateral.icl with its main loop over k = -2147483648 .. 2 (a fuzzed case): the register
+    tile's size was computed by listing the footprint's 2^31 rows, which ran the process out of
+    memory while building the space."""
+    import time
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parent.parent / "examples" / "bilateral.icl").read_text()
+    at = src.rindex("int k = -2;")
+    src = src[:at] + "int k = -2147483648;" + src[at + len("int k = -2;"):]
+    write = "output[idx][idy][idz] = convert_uchar_sat(sum / wsum + 0.5f);"
+    src = src.replace(write, "{{" + write + "}}")  # as fuzzed: only then does the space size a register tile
+    start = time.perf_counter()
+    prog = _builds(src, others=1)
+    assert time.perf_counter() - start < 20
+    assert prog.space_for(select_device(None), (8, 8, 8)).size > 1

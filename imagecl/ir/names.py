@@ -58,7 +58,7 @@ VENDOR_PATTERN = re.compile(r"_|cl_|CL_|POCL_|pocl_|CLANG_|FP_FAST_|NVIDIA|AMD|I
 # Identifiers of the fixed parts of the generated code (the boundary functions' parameters
 # and locals). A user variable never meets them, but a tunable becomes a `#define` that would
 # rewrite them, and so would a tunable named like a vector component (`.x`, `.s0`, `.lo`).
-TEMPLATE_LOCALS = frozenset("img x y z w h d n r period".split())
+TEMPLATE_LOCALS = frozenset("img x y z w h d n r period i j".split())
 _COMPONENT = re.compile(r"[xyzw]{1,4}|[sS][0-9a-fA-F]{1,16}|lo|hi|even|odd")
 
 RENAMED_PREFIX = "imcl_v_"

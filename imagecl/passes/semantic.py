@@ -127,6 +127,7 @@ class _Analyser:
         self.tunables: dict[str, list[int]] = {}
         self.global_scope = _Scope()
         self.uses_idz = False
+        self.idz_pos: Optional[ir.Pos] = None  # the first use of `idz`
         self.depth_uses: dict[str, ir.Pos] = {}  # image -> first `.depth` use
         self.statement_expr: Optional[ir.Expr] = None  # the expression of the current expression statement
 
@@ -153,6 +154,9 @@ class _Analyser:
             self.functions[function.name] = function
         self._check_function(kernel, is_kernel=True)
         self._unsubscripted_images(grid)
+        if self.idz_pos is not None and self.grid_dims != 3:
+            # an `idz` met before any subscript told the grid's dimension
+            raise self.error(f"'idz' is only defined for 3-D grids; this grid is {self.grid_dims}-D", self.idz_pos)
 
         for name in grid:
             info = self.arrays[name]
@@ -548,6 +552,13 @@ class _Analyser:
             scope.symbols[decl.name] = decl.symbol
             return
         value = None
+        if decl.init is not None and not isinstance(decl.init, list):
+            for node in walk(decl.init):
+                # C: the name is declared from its declarator on, so this reads the new, uninitialised variable
+                if isinstance(node, ir.Name) and node.name == decl.name:
+                    raise self.error(f"variable '{decl.name}' is used in its own initializer", node.pos,
+                                     "in C the new variable hides any outer one from its declarator on; "
+                                     "rename one of them")
         if decl.init is not None:
             if isinstance(decl.init, list):
                 raise self.error(f"'{decl.name}' is not an array; it cannot be initialised with braces", decl.pos)
@@ -690,6 +701,7 @@ class _Analyser:
             raise self.error(f"use of undeclared identifier '{e.name}'" + suggestion_suffix(e.name, hint_names), e.pos)
         if sym.kind == "grid_index" and e.name == "idz":
             self.uses_idz = True
+            self.idz_pos = self.idz_pos or e.pos
         if sym.kind == "grid_index" and GRID_INDICES.index(e.name) >= self._grid_dims_known():
             raise self.error(f"'{e.name}' is only defined for 3-D grids; this grid is "
                              f"{self._grid_dims_known()}-D", e.pos)
