@@ -169,6 +169,15 @@ def test_postgres_newer_schema_version_refused(pg_server):
         Store(url)
 
 
+def test_postgres_readonly_store_runs_read_only_transactions(pg_server):
+    """Not only add() refuses: the connection itself cannot write."""
+    url = pg_server.new_database()
+    Store(url).close()
+    with Store(url, readonly=True) as store:
+        with pytest.raises(StoreError, match="read-only transaction"):
+            store._execute("INSERT INTO meta VALUES (?, ?)", ("k", "v"))
+
+
 def test_postgres_readonly_creates_nothing(pg_server):
     url = pg_server.new_database()
     with pytest.raises(StoreError, match="no results store in this database"):
@@ -236,7 +245,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "imagecl", *args], capture_output=True, text=True, timeout=300)
 
 
-def test_measure_then_results_on_postgres(pg_server):
+def test_measure_then_results_on_postgres(pg_server, tmp_path):
     url = pg_server.new_database()
     icl = str(EXAMPLES / "sobel.icl")
     measured = _cli("measure", icl, "--size", "32x32", "--random", "3", "--db", url)
@@ -250,3 +259,10 @@ def test_measure_then_results_on_postgres(pg_server):
     assert len(json.loads(_cli("results", "--db", url, "--json").stdout)) == 3
     text = _cli("results", "--db", url)
     assert text.returncode == 0 and "sobel" in text.stdout
+    exported = _cli("export", "--db", url, "--format", "kernel_tuner", "-o", str(tmp_path / "c.json"))
+    assert exported.returncode == 0, exported.stderr
+    assert len(json.loads((tmp_path / "c.json").read_text())["cache"]) == 3
+    replay = _cli("simulate", url, "--strategy", "random", "--max-evals", "2", "--repeats", "1")
+    assert replay.returncode == 0, replay.stderr
+    wrong = _cli("results", "--db", "mysql://u@h/db")
+    assert wrong.returncode == 1 and "not a database address" in wrong.stderr and "Traceback" not in wrong.stderr
