@@ -3,6 +3,7 @@ plus what only a shared server has: concurrent writers, two stores on one databa
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -266,3 +267,17 @@ def test_measure_then_results_on_postgres(pg_server, tmp_path):
     assert replay.returncode == 0, replay.stderr
     wrong = _cli("results", "--db", "mysql://u@h/db")
     assert wrong.returncode == 1 and "not a database address" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_tune_into_a_postgres_store(pg_server, tmp_path):
+    url = pg_server.new_database()
+    out = tmp_path / "tuned"
+    env = {**os.environ, "IMAGECL_TUNED": str(tmp_path / "registry")}
+    result = subprocess.run([sys.executable, "-m", "imagecl", "tune", str(EXAMPLES / "box_blur.icl"), "--size",
+                             "24x16", "--budget", "3", "--confirm", "0", "--db", url, "-o", str(out)],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert f"measurements in {url}" in result.stdout
+    assert not (out / "measurements.db").exists()  # the store is the server's, no file beside the kernel
+    with Store(url, readonly=True) as store:
+        assert len(list(store.records())) >= 3
