@@ -281,3 +281,18 @@ def test_tune_into_a_postgres_store(pg_server, tmp_path):
     assert not (out / "measurements.db").exists()  # the store is the server's, no file beside the kernel
     with Store(url, readonly=True) as store:
         assert len(list(store.records())) >= 3
+
+
+def test_adds_while_reading_are_stored_at_once(store_address):
+    """A caller that adds while it iterates records (and stops half-way) loses none of the adds,
+    and a second reading can run inside the first."""
+    with Store(store_address) as store:
+        for x in range(3):
+            store.add(RUN, _ok(x))
+        reading = store.records(RUN)
+        next(reading)
+        assert len(list(store.records(RUN))) == 3  # a reading inside a reading
+        store.add(OTHER, _ok(9))
+        reading.close()  # abandoned half-way
+    with Store(store_address, readonly=True) as fresh:
+        assert [r.config["wg_x"] for r in fresh.records(OTHER)] == [9]

@@ -106,6 +106,10 @@ class PostgresStore(Store):
         return text.replace(self._password, "***") if getattr(self, "_password", None) else text
 
     def _connect(self) -> None:
+        self._conn = self._open()
+
+    def _open(self):
+        """A new connection, set up for the store (its schema first on the search path)."""
         options = {"autocommit": True}
         if self._connect_timeout is not None:
             options["connect_timeout"] = self._connect_timeout
@@ -120,7 +124,7 @@ class PostgresStore(Store):
         except self._pg.Error as exc:
             conn.close()
             raise StoreError(f"{self.name}: cannot use the database ({self._clean(exc)})") from None
-        self._conn = conn
+        return conn
 
     def close(self) -> None:
         if self._conn is not None:
@@ -201,16 +205,18 @@ class PostgresStore(Store):
 
     def _rows(self, query: str, args: tuple = (), batch: int = 2000) -> Iterator[tuple]:
         """The rows of `query` streamed through a server-side cursor in one read transaction
-        (one consistent snapshot). A connection lost before the first row is retried; after it,
-        the reading fails (the caller has half a list) with a StoreError."""
+        (one consistent snapshot), on a connection of its own: adds made while the caller reads
+        commit at once, not with the reading, and two readings can interleave. A connection lost
+        before the first row is retried; after it, the reading fails (the caller has half a
+        list) with a StoreError."""
         yielded = False
         for attempt in range(self.retries):
+            conn = None
             try:
                 if attempt:
                     time.sleep(min(self.backoff * 2 ** (attempt - 1), 2.0))
-                if self._conn is None or self._conn.closed:
-                    self._connect()
-                with self._conn.transaction(), self._conn.cursor(name="imagecl_records") as cursor:
+                conn = self._open()
+                with conn.transaction(), conn.cursor(name="imagecl_records") as cursor:
                     cursor.itersize = batch
                     cursor.execute(self._sql(query), args)
                     for row in cursor:
@@ -221,10 +227,11 @@ class PostgresStore(Store):
                 if attempt + 1 == self.retries:
                     raise
             except self._pg.OperationalError as exc:
-                if self._conn is not None and self._conn.closed:
-                    self._conn = None
                 if yielded or attempt + 1 == self.retries:
                     raise StoreError(f"{self.name}: the connection was lost while reading ({self._clean(exc)})") \
                         from None
             except self._pg.Error as exc:
                 raise StoreError(f"{self.name}: cannot read the results store ({self._clean(exc)})") from None
+            finally:
+                if conn is not None:
+                    conn.close()
