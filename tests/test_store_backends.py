@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -296,3 +297,41 @@ def test_adds_while_reading_are_stored_at_once(store_address):
         reading.close()  # abandoned half-way
     with Store(store_address, readonly=True) as fresh:
         assert [r.config["wg_x"] for r in fresh.records(OTHER)] == [9]
+
+
+def test_server_crash_under_load_from_several_writers_loses_nothing(pg_server):
+    """Three writers (machines) adding overlapping configurations while the server crashes and
+    comes back: every add any of them had acknowledged is stored, each configuration once."""
+    url = pg_server.new_database()
+    Store(url).close()
+    acknowledged: set[int] = set()
+    errors = []
+    lock = threading.Lock()
+    started = threading.Barrier(4)
+
+    def writer(offset: int) -> None:
+        try:
+            with Store(url, retries=40, backoff=0.05) as store:
+                started.wait()
+                for i in range(60):
+                    x = (i + offset * 20) % 80
+                    store.add(RUN, _ok(x))
+                    with lock:
+                        acknowledged.add(x)
+                    time.sleep(0.01)  # a measurement's pace: the crash comes in the middle
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(3)]
+    for t in threads:
+        t.start()
+    started.wait()
+    pg_server.stop("immediate")
+    assert all(t.is_alive() for t in threads) and len(acknowledged) < 80  # it crashed under load
+    pg_server.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with Store(url, readonly=True) as store:
+        got = [r.config["wg_x"] for r in store.records(RUN)]
+    assert len(got) == len(set(got)) and set(got) == acknowledged == set(range(80))
