@@ -72,6 +72,8 @@ class Server:
     def close(self) -> None:
         try:
             self.stop("immediate")
+        except RuntimeError:  # already stopped (a test that failed while it was down)
+            pass
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
