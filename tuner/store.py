@@ -13,11 +13,10 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
 from ..errors import ImageCLError
-from .address import AddressError, is_postgres, mask, sqlite_path
+from .address import AddressError, is_postgres, sqlite_path
 
 SCHEMA_VERSION = 1
 
