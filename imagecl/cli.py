@@ -58,7 +58,8 @@ def _search_options(parser: argparse.ArgumentParser, db_help: str, others: str) 
     parser.add_argument("--confirm", type=_non_negative, default=4, metavar="K",
                         help="time the search's K fastest configurations again with 15 launches each, in 5 rounds "
                              "that take them in turn, and keep the fastest (default 4; 0: keep the search's pick)")
-    parser.add_argument("--db", help=f"results database (default: DIR/measurements.db); {db_help}")
+    parser.add_argument("--db", help="results database, a file or postgresql://USER@HOST:PORT/DBNAME "
+                        f"(default: DIR/measurements.db); {db_help}")
     parser.add_argument("--no-transfer", action="store_true",
                         help=f"do not start from the best configurations of {others} tuned on this device in the "
                              "database (by default the search measures them first)")
