@@ -18,6 +18,7 @@ from .errors import ArgumentError, ImageCLError
 from .escape import terminal
 from .frontend.source import decode_source
 from .outputs import check_distinct, check_output, database_files, output_folder, write_atomic
+from .tuner.address import is_postgres, mask
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,7 +58,8 @@ def _search_options(parser: argparse.ArgumentParser, db_help: str, others: str) 
     parser.add_argument("--confirm", type=_non_negative, default=4, metavar="K",
                         help="time the search's K fastest configurations again with 15 launches each, in 5 rounds "
                              "that take them in turn, and keep the fastest (default 4; 0: keep the search's pick)")
-    parser.add_argument("--db", help=f"results database (default: DIR/measurements.db); {db_help}")
+    parser.add_argument("--db", help="results database, a file or postgresql://USER@HOST:PORT/DBNAME "
+                        f"(default: DIR/measurements.db); {db_help}")
     parser.add_argument("--no-transfer", action="store_true",
                         help=f"do not start from the best configurations of {others} tuned on this device in the "
                              "database (by default the search measures them first)")
@@ -116,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="every valid configuration")
     which.add_argument("--configs", metavar="FILE", help="a JSON file with a list of configurations")
     meas.add_argument("--seed", type=int, default=0, help="seed for --random and for the random inputs")
-    meas.add_argument("--db", required=True, help="SQLite results database (created if missing)")
+    meas.add_argument("--db", required=True, help="results database: a file (created if missing) or "
+                      "postgresql://USER@HOST:PORT/DBNAME")
     meas.add_argument("--timeout", type=_seconds, default=60.0,
                       help="seconds per configuration before the watchdog (default 60); timeouts stored with a "
                            "smaller limit are measured again")
@@ -396,8 +399,9 @@ def _measure(args) -> int:
             raise ArgumentError(f"{args.configs}: not valid JSON ({exc})") from None
         if not isinstance(configs, list) or not all(isinstance(c, dict) for c in configs):
             raise ArgumentError(f"{args.configs}: expected a JSON list of configurations (objects)")
-    check_output(args.db, _input_files(args.assignments, args.file, args.configs), "the database")
-    with Store(args.db) as store:
+    db = _store_at(args.db)
+    _check_db(db, _input_files(args.assignments, args.file, args.configs))
+    with Store(db) as store:
         summary = measure(program, arguments, configs, store, device=args.device,
                           options=MeasureOptions(timeout=args.timeout), progress=_Progress())
     for note in summary.notes:
@@ -430,8 +434,8 @@ def _tune(args) -> int:
     # every output is checked before the search, not after it
     read = _input_files(args.assignments, args.file)
     out = _output_folder(args.output, read)
-    db = Path(args.db) if args.db else out / "measurements.db"
-    check_output(db, read, "the database")
+    db = _store_at(args.db) if args.db else out / "measurements.db"
+    _check_db(db, read)
     for filename in tuned_file_names(program.name):
         check_output(out / filename, read + database_files(db), "a tuned kernel's file")
     progress = _Progress()
@@ -458,7 +462,7 @@ def _tune(args) -> int:
 
         problem = LiveProblem(space, measurer, context=size_context(measurer.run.problem_size), on_measure=on_measure)
         taken = store_options(store, measurer.run, strategy, transfer=not args.no_transfer)
-        for line in store_messages(taken.info, db):
+        for line in store_messages(taken.info, mask(db)):
             print(line, file=sys.stderr)
         options = taken.options
         result = strategy(problem, args.budget, np.random.default_rng(args.seed), **options)
@@ -492,7 +496,7 @@ def _tune(args) -> int:
     print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements{compared}")
     print(f"configuration: {json.dumps(best)}")
     print("wrote " + ", ".join(str(p) for p in paths))
-    print(f"measurements in {db}; imagecl.load('{args.file}') now uses this configuration on this device")
+    print(f"measurements in {mask(db)}; imagecl.load('{args.file}') now uses this configuration on this device")
     return 0
 
 
@@ -517,18 +521,18 @@ def _tune_kernel(args) -> int:
                            + (f" (it is a {type(kernel).__name__})" if kernel is not None else ""))
     read = [args.spec] + ([kernel.filename] if kernel.filename != "<string>" else [])
     out = _output_folder(args.output, read)
-    db = Path(args.db) if args.db else out / "measurements.db"
-    check_output(db, read, "the database")
+    db = _store_at(args.db) if args.db else out / "measurements.db"
+    _check_db(db, read)
     for filename in saved_file_names(kernel.kernel_name):
         check_output(out / filename, read + database_files(db), "a tuned kernel's file")
     result = kernel.tune(device=args.device, strategy=args.strategy, budget=args.budget, store=db, seed=args.seed,
                          timeout=args.timeout, confirm=args.confirm, transfer=not args.no_transfer)
-    for line in store_messages(result.info, db):
+    for line in store_messages(result.info, mask(db)):
         print(line, file=sys.stderr)
     paths = result.save(out, inputs=read + database_files(db))
     print(f"best: {result.best_time * 1e3:.4f} ms after {result.evaluations} measurements ({result.statuses})")
     print(f"configuration: {json.dumps(result.best_config)}; global {result.global_size}, local {result.local_size}")
-    print("wrote " + ", ".join(str(p) for p in paths) + f"; measurements in {db}")
+    print("wrote " + ", ".join(str(p) for p in paths) + f"; measurements in {mask(db)}")
     return 0
 
 
@@ -541,8 +545,8 @@ def _simulate(args) -> int:
     with tempfile.TemporaryDirectory(prefix="imagecl-replay-") as scratch:
         converted: dict[Path, str] = {}  # the CACHE and --seeds-from files that are our databases
         for i, item in enumerate(rest):
-            if not item.startswith("-") and _is_sqlite(item):
-                source = Path(item).resolve()
+            if not item.startswith("-") and (_is_sqlite(item) or is_postgres(item)):
+                source = item if is_postgres(item) else Path(item).resolve()
                 if source not in converted:
                     converted[source] = _db_to_cache(item, Path(scratch) / f"replay-{len(converted)}.json")
                 rest[i] = converted[source]
@@ -550,6 +554,22 @@ def _simulate(args) -> int:
             return simulate_main(rest)
         except SimulationError as exc:
             raise ImageCLError(str(exc)) from None
+
+
+def _store_at(text: str):
+    """--db as a store's location: the Path of an SQLite file, or a PostgreSQL URL (str)."""
+    from .tuner.address import AddressError, store_location
+
+    try:
+        return store_location(text)
+    except AddressError as exc:
+        raise ArgumentError(str(exc)) from None
+
+
+def _check_db(db, inputs, what: str = "the database") -> None:
+    # only a file can overwrite an input; a server's database is no file of ours
+    if isinstance(db, Path):
+        check_output(db, inputs, what)
 
 
 def _is_sqlite(path: str) -> bool:
@@ -568,7 +588,7 @@ def _db_records(db: str):
     with Store(db, readonly=True) as store:
         runs = store.runs()
         if not runs:
-            raise ImageCLError(f"{db}: no measurements")
+            raise ImageCLError(f"{mask(db)}: no measurements")
         best_run, best = None, []
         for run in runs:
             records = list(store.records(run))
@@ -616,7 +636,8 @@ def _import(args) -> int:
     from .tuner.importing import plan_import
     from .tuner.store import Record, RunKey, Store, text_hash
 
-    check_output(args.db, [args.file], "the database")
+    db = _store_at(args.db)
+    _check_db(db, [args.file])
     try:
         meta = load_json(args.file, closing=True)  # read once: the measurements and their metadata
     except FormatError as exc:
@@ -634,12 +655,12 @@ def _import(args) -> int:
     name = args.program or str(meta.get("kernel_name") or Path(args.file).stem)
     run = RunKey(text_hash(f"imported:{Path(args.file).resolve()}"), name, str(meta.get("device_name", "unknown")),
                  "imported", str(meta.get("problem_size", "unknown")))
-    with Store(args.db) as store:
+    with Store(db) as store:
         for config, seconds in plan.configs():
             store.add(run, Record(config, "ok" if seconds is not None else "error", seconds,
                                   [seconds] if seconds is not None else [], error=None if seconds is not None
                                   else "failed in the imported file"))
-    print(f"stored {len(plan.measurements)} measurements of '{terminal(name)}' from {args.file} in {args.db}")
+    print(f"stored {len(plan.measurements)} measurements of '{terminal(name)}' from {args.file} in {mask(db)}")
     if plan.merged:
         print(f"merged {plan.merged} repeated measurements of a configuration (the fastest kept)")
     if skipped:
@@ -656,7 +677,7 @@ def _results(args) -> int:
         print(json.dumps([r.to_json() for r in records], indent=1))
         return 0
     if not records:
-        print(f"{args.db}: no measurements")
+        print(f"{mask(args.db)}: no measurements")
         return 0
     runs: dict = {}
     for r in records:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Iterable, Iterator, Optional, Union
 
 from .errors import ImageCLError
+from .tuner.address import AddressError, is_postgres, sqlite_path
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -22,7 +23,14 @@ class OutputError(ImageCLError):
 
 
 def database_files(db: PathLike) -> list[Path]:
-    """An SQLite database and the files SQLite keeps beside it: all of them are the database."""
+    """An SQLite database and the files SQLite keeps beside it: all of them are the database
+    (none for a PostgreSQL store: it is no file here)."""
+    try:
+        if is_postgres(db):
+            return []
+        db = sqlite_path(os.fspath(db))
+    except AddressError:  # no file either: opening the store says what is wrong with it
+        return []
     return [Path(db)] + [Path(f"{db}{suffix}") for suffix in ("-wal", "-shm", "-journal")]
 
 

@@ -404,3 +404,18 @@ def test_the_tune_kernel_command(tmp_path):
     empty.write_text("x = 1\n")
     done = cli("tune-kernel", str(empty), "-o", str(tmp_path / "x"))
     assert done.returncode != 0 and "must define `kernel`, a TunableKernel" in done.stderr
+
+
+def test_a_kernel_tuned_into_a_postgres_store_is_resumed_from_it(pg_server):
+    """store= takes a PostgreSQL URL (a store shared by several machines); a second tuning finds
+    every configuration there and measures nothing again."""
+    url = pg_server.new_database()
+    k, _ = scale_kernel(wpt=(1, 2), wg=(1, 2))
+    first = k.tune(device="cpu", strategy="exhaustive", store=url, confirm=0)
+    with Store(url, readonly=True) as store:
+        stored = list(store.records())
+    assert first.evaluations == len(stored) == len(valid_by_hand((1, 2), (1, 2)))
+    again = k.tune(device="cpu", strategy="exhaustive", store=url, confirm=0)
+    assert again.best_config == first.best_config
+    with Store(url, readonly=True) as store:
+        assert [r.timestamp for r in store.records()] == [r.timestamp for r in stored]  # none measured again

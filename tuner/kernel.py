@@ -534,6 +534,7 @@ class TunableKernel:
         from .engine import MeasureOptions, Measurer
         from .live import LiveProblem, confirm_best, size_context, store_options
         from .simulate import SimulationError, check_options, resolve_strategy
+        from .address import AddressError, store_location
         from .store import Store
 
         timeout = check_timeout(timeout)
@@ -561,7 +562,10 @@ class TunableKernel:
         if not isinstance(transfer, bool):
             raise ArgumentError(f"transfer is True or False, got {transfer!r}")
         temp = tempfile.TemporaryDirectory(prefix="imagecl-kernel-") if store is None else None
-        db = Path(temp.name) / "measurements.db" if temp else Path(store)
+        try:
+            db = Path(temp.name) / "measurements.db" if temp else store_location(store)
+        except AddressError as exc:
+            raise ArgumentError(str(exc)) from None
         try:
             with Store(db) as results, Measurer(target, None, results, options=MeasureOptions(
                     timeout=timeout, repeats=repeats, prebuild=False)) as measurer:
