@@ -576,7 +576,8 @@ def _db_records(db: str):
                 best_run, best = run, records
     names = sorted({k for r in best for k in r.config})
     measurements = [{"config": {n: r.config.get(n, 0) for n in names}, "time_seconds": r.time, "status": r.status,
-                     "error": r.error} for r in best if r.status != "invalid_config"]
+                     "error": r.error, "times_seconds": r.times, "timestamp": r.timestamp}
+                    for r in best if r.status != "invalid_config"]
     params = parameters_from_keys(names, (tuple(m["config"][n] for n in names) for m in measurements))
     return best_run, params, measurements
 
@@ -591,20 +592,27 @@ def _db_to_cache(db: str, path: Path) -> str:
 
 
 def _export(args) -> int:
-    from .tuner.formats import write_kernel_tuner_cache, write_t4
+    from .tuner.formats import t4_metadata_path, write_kernel_tuner_cache, write_t4, write_t4_metadata
 
     check_output(args.output, database_files(args.db))
+    metadata = t4_metadata_path(args.output) if args.format == "t4" else None
+    if metadata is not None:
+        check_output(metadata, database_files(args.db) + [args.output], "the T4 metadata file")
     run, params, measurements = _db_records(args.db)
     try:
         if args.format == "kernel_tuner":
-            write_kernel_tuner_cache(args.output, params, measurements)
+            write_kernel_tuner_cache(args.output, params, measurements, device_name=run.device,
+                                     kernel_name=run.program_name, problem_size=run.problem_size)
         else:
             write_t4(args.output, params, measurements)
+            write_t4_metadata(metadata, run.device, run.program_name, run.problem_size,
+                              [m["timestamp"] for m in measurements], driver=run.driver,
+                              generator=f"imagecl=={__version__}")
     except OSError as exc:
         raise ImageCLError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
     print(f"wrote {len(measurements)} measurements of '{terminal(run.program_name)}' on {terminal(run.device)} "
           f"({terminal(run.problem_size)}) "
-          f"to {args.output}")
+          f"to {args.output}" + (f" and its metadata to {metadata}" if metadata is not None else ""))
     return 0
 
 
@@ -633,18 +641,25 @@ def _import(args) -> int:
                                                                  if skipped else " (no measurements)"))
     name = args.program or str(meta.get("kernel_name") or Path(args.file).stem)
     run = RunKey(text_hash(f"imported:{Path(args.file).resolve()}"), name, str(meta.get("device_name", "unknown")),
-                 "imported", str(meta.get("problem_size", "unknown")))
+                 "imported", _our_problem_size(meta.get("problem_size", "unknown")))
     with Store(args.db) as store:
-        for config, seconds in plan.configs():
-            store.add(run, Record(config, "ok" if seconds is not None else "error", seconds,
-                                  [seconds] if seconds is not None else [], error=None if seconds is not None
-                                  else "failed in the imported file"))
+        store.add_many(run, (Record(config, m.status, m.seconds, m.times, error=m.error, timestamp=m.timestamp)
+                             for config, m in plan.configs()))
     print(f"stored {len(plan.measurements)} measurements of '{terminal(name)}' from {args.file} in {args.db}")
     if plan.merged:
         print(f"merged {plan.merged} repeated measurements of a configuration (the fastest kept)")
     if skipped:
         print(f"skipped {skipped}: {plan.describe_skipped()}")
     return 0
+
+
+def _our_problem_size(size) -> str:
+    """A Kernel Tuner problem size ([1024, 768], 48) as ours ("1024x768", "48")."""
+    if isinstance(size, list) and size and all(isinstance(v, int) and not isinstance(v, bool) for v in size):
+        return "x".join(str(v) for v in size)
+    if isinstance(size, int) and not isinstance(size, bool):
+        return str(size)
+    return str(size)
 
 
 def _results(args) -> int:

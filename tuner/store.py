@@ -268,10 +268,20 @@ class Store:
         return [RunKey(*r) for r in rows]
 
     def add_many(self, run: RunKey, records: Iterable[Record]) -> int:
+        """Store `records` in one transaction: all or none of them (an import of thousands would
+        otherwise wait for one synchronous commit each)."""
+        if self.readonly:
+            raise StoreError(f"{self.path}: opened read-only")
         n = 0
-        for r in records:
-            self.add(run, r)
-            n += 1
+        self._execute("BEGIN IMMEDIATE")
+        try:
+            for r in records:
+                self.add(run, r)
+                n += 1
+        except BaseException:
+            self.db.rollback()
+            raise
+        self._execute("COMMIT")
         return n
 
 

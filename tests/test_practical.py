@@ -1,0 +1,206 @@
+"""Practical use: our exports load unmodified in Kernel Tuner, imports keep everything, the
+command line's rough edges (issue 20).
+
+Kernel Tuner itself is the reference for the cache format: its simulation mode has to replay
+our export as written, returning the times the database holds.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from imagecl.cli import main
+from imagecl.tuner.store import Record, RunKey, Store
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+RUN = RunKey("abc123", "blur", "pthread-test-device", "PoCL 6", "64x32")
+
+
+def cli(capsys, *args) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    assert "internal error" not in captured.err and "Traceback" not in captured.err, captured.err
+    return code, captured.out, captured.err
+
+
+def _constructed_db(path: Path) -> dict[tuple[int, int], Record]:
+    """Every configuration of a 2x3 space: four timed three times each, a build error, a timeout."""
+    records = {}
+    for i, (px, wg) in enumerate(itertools.product([1, 2], [4, 8, 16])):
+        if (px, wg) == (2, 16):
+            r = Record({"px_x": px, "wg_x": wg}, "build_error", None, error="clBuildProgram failed")
+        elif (px, wg) == (2, 4):
+            r = Record({"px_x": px, "wg_x": wg}, "timeout", None, error="timed out", limit=5.0)
+        else:
+            t = 1e-3 * (i + 1)
+            r = Record({"px_x": px, "wg_x": wg}, "ok", t, [t, 1.5 * t, 1.25 * t], timestamp=1.7e9 + i)
+        records[(px, wg)] = r
+    with Store(path) as store:
+        for r in records.values():
+            store.add(RUN, r)
+    return records
+
+
+def _simulate_in_kernel_tuner(cache: Path, only_measured: bool = False) -> list[dict]:
+    """Kernel Tuner's simulation mode on `cache`, with the metadata the file says it has."""
+    kernel_tuner = pytest.importorskip("kernel_tuner")
+    data = json.loads(cache.read_text())
+    keys = data["tune_params_keys"]
+    measured = {tuple(e[k] for k in keys) for e in data["cache"].values()}
+
+    def measured_only(p):  # a random sample is not the whole product of the values
+        return tuple(p[k] for k in keys) in measured
+
+    results, _ = kernel_tuner.tune_kernel(
+        data["kernel_name"], "__kernel void unused() {}", tuple(data["problem_size"]), [], data["tune_params"],
+        restrictions=[measured_only] if only_measured else None, strategy="brute_force", simulation_mode=True,
+        cache=str(cache), quiet=True)
+    return results
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_kernel_tuner_simulation_replays_our_export_of_a_real_measurement(tmp_path, capsys):
+    db, cache = tmp_path / "m.db", tmp_path / "m.kt.json"
+    code, _, err = cli(capsys, "measure", EXAMPLES / "threshold.icl", "--size", "32x16", "--random", "3",
+                       "--db", db, "--timeout", "30")
+    assert code == 0, err
+    with Store(db, readonly=True) as store:
+        (run,) = store.runs()
+        stored = list(store.records(run))
+    code, _, err = cli(capsys, "export", "--db", db, "--format", "kernel_tuner", "-o", cache)
+    assert code == 0, err
+    data = json.loads(cache.read_text())
+    assert data["device_name"] == run.device and data["kernel_name"] == run.program_name == "copy"
+    assert data["problem_size"] == [32, 16]
+    results = _simulate_in_kernel_tuner(cache, only_measured=True)
+    keys = data["tune_params_keys"]
+    got = {tuple(r[k] for k in keys): r for r in results}
+    want = {tuple(r.config[k] for k in keys): r for r in stored}
+    assert set(got) == set(want) and len(got) == 3
+    for key, record in want.items():
+        assert got[key]["time"] == pytest.approx(record.time * 1e3, rel=1e-12)
+        assert got[key]["times"] == pytest.approx([t * 1e3 for t in record.times], rel=1e-12)
+        assert len(got[key]["times"]) == len(record.times) > 1  # every timing, not only the median
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_kernel_tuner_simulation_sees_all_timings_and_failure_kinds(tmp_path, capsys):
+    db, cache = tmp_path / "c.db", tmp_path / "c.json"
+    records = _constructed_db(db)
+    code, out, err = cli(capsys, "export", "--db", db, "--format", "kernel_tuner", "-o", cache)
+    assert code == 0, err
+    results = _simulate_in_kernel_tuner(cache)  # the whole product is in the cache: no restriction needed
+    assert len(results) == 6
+    for r in results:
+        record = records[(r["px_x"], r["wg_x"])]
+        if record.status == "ok":
+            assert r["time"] == pytest.approx(record.time * 1e3) and r["times"] == pytest.approx(
+                [t * 1e3 for t in record.times])
+        elif record.status == "build_error":
+            assert r["time"] == "CompilationFailedConfig" and r["imagecl_status"] == "build_error"
+        else:
+            assert r["time"] == "RuntimeFailedConfig" and r["imagecl_status"] == "timeout"
+    # and back: every timing and every failure's kind survive the round trip
+    back = tmp_path / "back.db"
+    code, out, err = cli(capsys, "import", cache, "--db", back)
+    assert code == 0, err
+    with Store(back, readonly=True) as store:
+        (run,) = store.runs()
+        imported = {(r.config["px_x"], r.config["wg_x"]): r for r in store.records(run)}
+    assert (run.program_name, run.device, run.problem_size) == ("blur", RUN.device, "64x32")
+    for key, record in records.items():
+        assert imported[key].status == record.status
+        assert imported[key].times == pytest.approx(record.times)
+        assert imported[key].time == (pytest.approx(record.time) if record.time else None)
+        if record.status == "ok":
+            assert imported[key].timestamp == pytest.approx(record.timestamp)
+
+
+def test_import_maps_kernel_tuner_and_t4_failure_kinds(tmp_path, capsys):
+    entry = {"time": 2.0, "times": [2.0, 3.0], "timestamp": "2024-01-02T03:04:05+00:00"}
+    kt = {"device_name": "A100", "kernel_name": "k", "problem_size": [256, 128], "tune_params_keys": ["x"],
+          "tune_params": {"x": [1, 2, 3, 4]},
+          "cache": {"1": {"x": 1, **entry}, "2": {"x": 2, "time": "InvalidConfig"},
+                    "3": {"x": 3, "time": "CompilationFailedConfig"}, "4": {"x": 4, "time": "RuntimeFailedConfig"}}}
+    t4 = {"schema_version": "1.0.0", "results": [
+        {"configuration": {"x": 1}, "invalidity": "correct", "times": {"runtimes": [2.0, 3.0]},
+         "measurements": [{"name": "time", "value": 2.0, "unit": "ms"}]},
+        {"configuration": {"x": 2}, "invalidity": "constraints", "measurements": []},
+        {"configuration": {"x": 3}, "invalidity": "compile", "measurements": []},
+        {"configuration": {"x": 4}, "invalidity": "runtime", "measurements": []},
+        {"configuration": {"x": 5}, "invalidity": "timeout", "measurements": []},
+        {"configuration": {"x": 6}, "invalidity": "correctness", "correctness": 0, "measurements": []}]}
+    want = {1: "ok", 2: "invalid_config", 3: "build_error", 4: "error", 5: "timeout", 6: "wrong_output"}
+    for name, data in (("kt.json", kt), ("t4.json", t4)):
+        (tmp_path / name).write_text(json.dumps(data))
+        db = tmp_path / f"{name}.db"
+        code, _, err = cli(capsys, "import", tmp_path / name, "--db", db)
+        assert code == 0, err
+        with Store(db, readonly=True) as store:
+            got = {r.config["x"]: r for r in store.records()}
+        assert {x: r.status for x, r in got.items()} == {x: s for x, s in want.items() if x in got}
+        assert len(got) == (4 if name == "kt.json" else 6)
+        assert got[1].time == pytest.approx(2e-3) and got[1].times == pytest.approx([2e-3, 3e-3])
+    with Store(tmp_path / "kt.json.db", readonly=True) as store:
+        (run,) = store.runs()
+        first = next(r for r in store.records() if r.config["x"] == 1)
+    assert run.problem_size == "256x128" and run.device == "A100"
+    assert first.timestamp == pytest.approx(1704164645.0)
+
+
+def test_import_is_one_transaction(tmp_path, capsys, monkeypatch):
+    """All of a file or nothing: a failure at the 3rd record leaves none stored (one commit per
+    record, as before, kept two and took 25 s for 4,362 records)."""
+    kt = {"device_name": "d", "kernel_name": "k", "problem_size": 8, "tune_params_keys": ["x"],
+          "tune_params": {"x": list(range(10))},
+          "cache": {str(x): {"x": x, "time": 1.0 + x} for x in range(10)}}
+    (tmp_path / "kt.json").write_text(json.dumps(kt))
+    original, calls = Store.add, []
+
+    def failing_add(self, run, record):
+        calls.append(record)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        original(self, run, record)
+
+    monkeypatch.setattr(Store, "add", failing_add)
+    assert cli(capsys, "import", tmp_path / "kt.json", "--db", tmp_path / "k.db")[0] == 130
+    monkeypatch.setattr(Store, "add", original)
+    with Store(tmp_path / "k.db", readonly=True) as store:
+        assert list(store.records()) == []
+    code, _, err = cli(capsys, "import", tmp_path / "kt.json", "--db", tmp_path / "k.db")
+    assert code == 0, err
+    with Store(tmp_path / "k.db", readonly=True) as store:
+        assert sorted(r.time for r in store.records()) == pytest.approx([(1.0 + x) * 1e-3 for x in range(10)])
+
+
+def test_t4_export_writes_its_metadata_beside_the_results(tmp_path, capsys):
+    jsonschema = pytest.importorskip("jsonschema")
+    kernel_tuner = pytest.importorskip("kernel_tuner")
+    db = tmp_path / "c.db"
+    records = _constructed_db(db)
+    code, out, err = cli(capsys, "export", "--db", db, "--format", "t4", "-o", tmp_path / "blur.json")
+    assert code == 0, err
+    meta_path = tmp_path / "blur_metadata.json"
+    assert str(meta_path) in out
+    schemas = Path(kernel_tuner.__file__).parent / "schema" / "T4" / "1.0.0"
+    results, meta = json.loads((tmp_path / "blur.json").read_text()), json.loads(meta_path.read_text())
+    jsonschema.validate(results, json.loads((schemas / "results-schema.json").read_text()))
+    jsonschema.validate(meta, json.loads((schemas / "metadata-schema.json").read_text()))
+    m = meta["metadata"]
+    assert (m["device_name"], m["kernel_name"], m["problem_size"]) == (RUN.device, "blur", [64, 32])
+    stamps = sorted(r.timestamp for r in records.values() if r.timestamp)
+    assert m["timestamps"]["first"].startswith("2023-11-14T22:13:20")  # 1.7e9 s, the earliest record
+    assert len(stamps) == 4
+    ok = [r for r in results["results"] if r["invalidity"] == "correct"]
+    assert sorted(len(r["times"]["runtimes"]) for r in ok) == [3, 3, 3, 3]
+    # the metadata file is an output too: it may not overwrite an input, here the database
+    db_named = tmp_path / "y_metadata.json"
+    db_named.write_bytes(db.read_bytes())
+    before = db_named.read_bytes()
+    code, _, err = cli(capsys, "export", "--db", db_named, "--format", "t4", "-o", tmp_path / "y.json")
+    assert code == 1 and "would overwrite" in err and db_named.read_bytes() == before
+    assert not (tmp_path / "y.json").exists()
