@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp = sub.add_parser("compile", help="print or write the generated OpenCL C")
     comp.add_argument("file")
     comp.add_argument("-o", "--output", help="write the OpenCL source here instead of printing it")
-    comp.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json")
+    comp.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json (also the JSON "
+                                         "description `tune` writes)")
 
     run = sub.add_parser("run", help="run a program on images and arrays",
                          description="Run a program. Inputs are NAME=VALUE: image files (.png, .tif, .jpg, .bmp), "
@@ -89,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", action="append", default=[], metavar="NAME=PATH",
                      help="save an output array (.npy, .png, .tif, ...); repeatable")
     run.add_argument("--device", help="device index or name fragment (default: $IMAGECL_DEVICE, else the first GPU)")
-    run.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json")
+    run.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json (also the JSON "
+                                        "description `tune` writes)")
     run.add_argument("--timeout", type=_seconds, default=60.0,
                      help="seconds the run (upload, kernel, download) may take before it is stopped (default 60)")
 
@@ -242,6 +244,9 @@ def _parse_config(text: Optional[str]) -> Optional[dict]:
         raise ImageCLError(f"--config is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
         raise ImageCLError("--config must be a JSON object, e.g. '{\"wg_x\": 16}'")
+    if isinstance(config.get("configuration"), dict):
+        # the JSON description `tune` writes: its configuration is inside (no parameter's value is an object)
+        config = config["configuration"]
     return config
 
 
@@ -725,7 +730,13 @@ def _devices() -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["simulate"]:
+        # simulate parses its own options (imagecl.tuner.simulate); argparse's REMAINDER would
+        # refuse an option right after the command, --help included
+        args = argparse.Namespace(command="simulate", rest=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     try:
         if args.command == "check":
             program = _load(args.file)

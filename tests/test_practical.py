@@ -204,3 +204,40 @@ def test_t4_export_writes_its_metadata_beside_the_results(tmp_path, capsys):
     code, _, err = cli(capsys, "export", "--db", db_named, "--format", "t4", "-o", tmp_path / "y.json")
     assert code == 1 and "would overwrite" in err and db_named.read_bytes() == before
     assert not (tmp_path / "y.json").exists()
+
+
+# ---- the command line's rough edges ----------------------------------------------------------------
+
+
+def test_simulate_help_exits_0_and_o_is_not_option(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    helped = subprocess.run([sys.executable, "-m", "imagecl", "simulate", "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and "--max-evals" in helped.stdout and "--option" in helped.stdout
+    assert "-o KEY" not in helped.stdout
+    db = tmp_path / "c.db"
+    _constructed_db(db)
+    code, _, err = cli(capsys, "simulate", db, "--repeats", "1", "-o", "threshold=0.1")
+    assert code == 1 and "--option KEY=VALUE" in err and "--output" in err
+    code, out, err = cli(capsys, "simulate", db, "--strategy", "annealing", "--max-evals", "3", "--repeats", "1",
+                         "--option", "temperature=0.5", "--json")
+    assert code == 0, err
+    assert json.loads(out)["options"] == {"temperature": 0.5}
+
+
+def test_config_takes_the_json_description_tune_writes(tmp_path, capsys):
+    import imagecl
+    from imagecl.export import describe_variant
+
+    program = imagecl.load(EXAMPLES / "sobel.icl")
+    config = {"wg_x": 8, "wg_y": 4, "px_x": 2, "px_y": 1, "interleaved": 1, "image_input": 0, "local_input": 0,
+              "interior": 1, "vector_x": 0}
+    description = tmp_path / "sobel.json"
+    description.write_text(json.dumps(describe_variant(program, config, "pthread", (32, 64), measured=1e-4)))
+    code, from_description, err = cli(capsys, "compile", EXAMPLES / "sobel.icl", "--config", f"@{description}")
+    assert code == 0, err
+    code, direct, err = cli(capsys, "compile", EXAMPLES / "sobel.icl", "--config", json.dumps(config))
+    assert code == 0, err
+    code, default, err = cli(capsys, "compile", EXAMPLES / "sobel.icl")
+    assert from_description == direct and direct != default
