@@ -186,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     feat.add_argument("--config", help="a configuration to encode (JSON or @file.json; needs --size)")
     feat.add_argument("--no-measure", action="store_true",
                       help="do not measure the device (bandwidth and arithmetic rate are null)")
+    for command in sub.choices.values():
+        if command is not sim:
+            command.add_argument("--verbose", action="store_true",
+                                 help="show the OpenCL compiler's build logs (also IMAGECL_BUILD_LOG=1); by default "
+                                      "they are shown only with a failed build's error")
     return parser
 
 
@@ -737,6 +742,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = argparse.Namespace(command="simulate", rest=argv[1:])
     else:
         args = parser.parse_args(argv)
+    if getattr(args, "verbose", False):
+        os.environ["IMAGECL_BUILD_LOG"] = "1"  # builds happen in child processes too
     try:
         if args.command == "check":
             program = _load(args.file)

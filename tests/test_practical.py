@@ -7,6 +7,7 @@ our export as written, returning the times the database holds.
 from __future__ import annotations
 
 import itertools
+import os
 import json
 from pathlib import Path
 
@@ -241,3 +242,61 @@ def test_config_takes_the_json_description_tune_writes(tmp_path, capsys):
     assert code == 0, err
     code, default, err = cli(capsys, "compile", EXAMPLES / "sobel.icl")
     assert from_description == direct and direct != default
+
+
+# ---- the OpenCL compiler's chatter -------------------------------------------------------------------
+
+WARNING_KERNEL = """#warning imagecl-test-{token}
+__kernel void scale(__global const float* x, __global float* y) {{ int i = get_global_id(0); y[i] = 2.0f * x[i]; }}
+"""
+
+
+def test_build_warnings_stay_out_of_api_output_unless_asked(capfd, monkeypatch, recwarn):
+    import uuid
+
+    from imagecl.runtime.devices import select_device
+    from imagecl.runtime.launcher import build
+
+    device = select_device("pthread")
+    monkeypatch.delenv("IMAGECL_BUILD_LOG", raising=False)
+    token = uuid.uuid4().hex
+    build(device, WARNING_KERNEL.format(token=token))
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", err  # PoCL's "1 warning generated." and pyopencl's CompilerWarning
+    assert not [w for w in recwarn if "compiler output" in str(w.message).lower()
+                or "non-empty" in str(w.message).lower()]
+    monkeypatch.setenv("IMAGECL_BUILD_LOG", "1")
+    token = uuid.uuid4().hex
+    build(device, WARNING_KERNEL.format(token=token))
+    out, err = capfd.readouterr()
+    # (PoCL's log can be a previous build's: its text, not the token, is what is shown)
+    assert out == "" and "build log" in err and "warning" in err
+
+
+def test_build_warnings_stay_out_of_tune_kernel_unless_verbose(tmp_path):
+    import subprocess
+    import sys
+    import uuid
+
+    def tune(verbose: bool) -> subprocess.CompletedProcess:
+        token = uuid.uuid4().hex  # a new source: no build cache skips the build
+        spec = tmp_path / f"spec_{token}.py"
+        spec.write_text(
+            "import numpy as np\nfrom imagecl.tuner.kernel import TunableKernel, Output\n"
+            f"SRC = {WARNING_KERNEL.format(token=token)!r}\n"
+            "x = np.arange(64, dtype=np.float32)\n"
+            "kernel = TunableKernel(SRC, 'scale', global_size=64, local_size=1)\n"
+            "kernel.add_parameter('WG', [1, 2], define=False)\nkernel.mul_local_size(['WG'])\n"
+            "kernel.set_arguments([x, Output(np.zeros(64, np.float32))])\nkernel.set_reference({1: 2 * x})\n")
+        env = {k: v for k, v in os.environ.items() if k != "IMAGECL_BUILD_LOG"}
+        result = subprocess.run([sys.executable, "-m", "imagecl", "tune-kernel", str(spec), "--strategy", "exhaustive",
+                                 "--confirm", "0", "--device", "pthread", "-o", str(tmp_path / token)]
+                                + (["--verbose"] if verbose else []), capture_output=True, text=True, env=env)
+        assert result.returncode == 0, result.stderr
+        return result, token
+
+    quiet, token = tune(False)
+    said = quiet.stderr.lower()
+    assert "generated" not in said and "compilerwarning" not in said and "build log" not in said, quiet.stderr
+    loud, token = tune(True)
+    assert "build log" in loud.stderr and "warning:" in loud.stderr and "warning:" not in loud.stdout
