@@ -173,7 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--db", required=True)
     imp.add_argument("--program", help="the name to file the measurements under (default: the file's name)")
 
-    sub.add_parser("devices", help="list the OpenCL devices")
+    devs = sub.add_parser("devices", help="list the OpenCL devices")
+    devs.add_argument("--json", action="store_true",
+                      help="print a JSON list: index, platform, name, kind, driver, compute units, global and local "
+                           "memory (bytes), max work-group size, image support")
 
     feat = sub.add_parser("features", help="print a program's, a device's and a size's features as JSON",
                           description="Features for models that carry tuning knowledge across programs, devices "
@@ -725,10 +728,16 @@ def _features(args) -> int:
     return 0
 
 
-def _devices() -> int:
+def _devices(as_json: bool) -> int:
+    import dataclasses
+
     from .runtime.devices import list_devices
 
-    for d in list_devices():
+    devices = list_devices()
+    if as_json:
+        print(json.dumps([dataclasses.asdict(d) for d in devices], indent=1))
+        return 0
+    for d in devices:
         print(d.describe())
     return 0
 
@@ -764,7 +773,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "run":
             return _run(args)
         if args.command == "devices":
-            return _devices()
+            return _devices(args.json)
         if args.command == "space":
             return _space(args)
         if args.command == "measure":

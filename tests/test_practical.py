@@ -300,3 +300,19 @@ def test_build_warnings_stay_out_of_tune_kernel_unless_verbose(tmp_path):
     assert "generated" not in said and "compilerwarning" not in said and "build log" not in said, quiet.stderr
     loud, token = tune(True)
     assert "build log" in loud.stderr and "warning:" in loud.stderr and "warning:" not in loud.stdout
+
+
+def test_devices_json_lists_the_devices_with_their_limits(capsys):
+    import pyopencl as cl
+
+    code, out, err = cli(capsys, "devices", "--json")
+    assert code == 0, err
+    listed = json.loads(out)
+    reference = [d for p in cl.get_platforms() for d in p.get_devices()]  # pyopencl, queried independently
+    assert [d["index"] for d in listed] == list(range(len(reference)))
+    for entry, device in zip(listed, reference):
+        assert entry["name"] == device.name.strip()
+        assert entry["local_memory"] == device.local_mem_size and entry["compute_units"] == device.max_compute_units
+        assert entry["max_work_group_size"] == device.max_work_group_size
+        assert entry["image_support"] is bool(device.image_support)
+        assert entry["global_memory"] == device.global_mem_size
