@@ -349,30 +349,6 @@ def _inputs(program, assignments) -> dict:
     return values
 
 
-class _Progress:
-    """A one-line progress bar on stderr (only when it is a terminal)."""
-
-    def __init__(self) -> None:
-        self.interactive = sys.stderr.isatty()
-        self.last = 0.0
-
-    def __call__(self, done: int, total: int, summary) -> None:
-        now = time.time()
-        if done < total and now - self.last < 0.2:
-            return
-        self.last = now
-        width = 30
-        filled = int(width * done / max(total, 1))
-        failed = sum(v for k, v in summary.statuses.items() if k != "ok")
-        best = f"{summary.best_time * 1e3:.4f} ms" if summary.best_time is not None else "-"
-        line = (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
-                f"{summary.per_second:.1f}/s  failed {failed}  best {best}")
-        if self.interactive:
-            print("\r" + line, end="\n" if done >= total else "", file=sys.stderr, flush=True)
-        elif done >= total or done % max(1, total // 10) == 0:
-            print(line, file=sys.stderr, flush=True)
-
-
 def _synthetic_inputs(program, shape, args) -> dict:
     """The program's arguments for a grid of `shape`: NAME=FILE/VALUE assignments given on the
     command line, random images (seeded) and 1 for the scalars that were not (with a note)."""
@@ -387,6 +363,7 @@ def _synthetic_inputs(program, shape, args) -> dict:
 
 
 def _measure(args) -> int:
+    from .progress import Progress
     from .tuner.engine import MeasureOptions, measure
     from .tuner.store import Store
 
@@ -412,7 +389,7 @@ def _measure(args) -> int:
     check_output(args.db, _input_files(args.assignments, args.file, args.configs), "the database")
     with Store(args.db) as store:
         summary = measure(program, arguments, configs, store, device=args.device,
-                          options=MeasureOptions(timeout=args.timeout), progress=_Progress())
+                          options=MeasureOptions(timeout=args.timeout), progress=Progress("measuring"))
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
     print(summary.describe())
@@ -422,6 +399,7 @@ def _measure(args) -> int:
 def _tune(args) -> int:
     from . import tuned
     from .export import export_tuned, tuned_file_names
+    from .progress import Progress
     from .runtime.devices import select_device
     from .tuner.engine import MeasureOptions, Measurer
     from .tuner.live import LiveProblem, confirm_best, size_context, store_messages, store_options
@@ -447,7 +425,7 @@ def _tune(args) -> int:
     check_output(db, read, "the database")
     for filename in tuned_file_names(program.name):
         check_output(out / filename, read + database_files(db), "a tuned kernel's file")
-    progress = _Progress()
+    progress = Progress("tuning")
     space = program.space_for(device, shape)
     print(f"tuning '{program.name}' on {device.name.strip()} for {args.size}: {space.size:,} configurations, "
           f"budget {args.budget}, strategy {name}", file=sys.stderr)

@@ -316,3 +316,43 @@ def test_devices_json_lists_the_devices_with_their_limits(capsys):
         assert entry["max_work_group_size"] == device.max_work_group_size
         assert entry["image_support"] is bool(device.image_support)
         assert entry["global_memory"] == device.global_mem_size
+
+
+# ---- progress ----------------------------------------------------------------------------------------
+
+
+def test_progress_without_a_terminal_prints_tenths_with_time_left_on_stderr(capsys):
+    from types import SimpleNamespace
+
+    from imagecl.progress import Progress
+
+    progress = Progress("measuring")
+    summary = SimpleNamespace(statuses={"ok": 3, "timeout": 1}, best_time=2.5e-3)
+    for done in range(1, 41):
+        progress(done, 40, summary)
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and len(lines) == 11  # the first result, then one line per tenth, not one per configuration
+    assert lines[-1].startswith("measuring: 100%") and "40/40" in lines[-1]
+    assert "<" in lines[0] and "failed 1, best 2.5000 ms" in lines[0]  # tqdm's [elapsed<left]
+
+
+def test_progress_on_a_terminal_is_a_tqdm_bar(capsys, monkeypatch):
+    import imagecl.progress as progress_module
+
+    monkeypatch.setattr(progress_module, "_is_terminal", lambda stream: True)
+    progress = progress_module.Progress("tuning")
+    for done in range(1, 6):
+        progress(done, 5, None)
+    out, err = capsys.readouterr()
+    assert out == "" and "tuning: 100%" in err and "5/5" in err and "\r" in err
+
+
+def test_simulate_json_stdout_stays_json_with_progress_on_stderr(tmp_path, capsys):
+    db = tmp_path / "c.db"
+    _constructed_db(db)
+    code, out, err = cli(capsys, "simulate", db, "--strategy", "random", "--max-evals", "2", "--repeats", "4",
+                         "--json")
+    assert code == 0, err
+    assert len(json.loads(out)["repeats"]) == 4
+    assert "simulating random: 100%" in err and "4/4" in err

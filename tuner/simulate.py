@@ -120,8 +120,10 @@ def _labelled(problem: Problem, config: Optional[Mapping[str, int]]) -> Optional
 
 def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: Union[str, Strategy] = DEFAULT_STRATEGY,
              max_evals: Optional[int] = None, repeats: int = 10, seed: int = 0,
-             options: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-    """Run `strategy` `repeats` times with at most `max_evals` measurements each.
+             options: Optional[Mapping[str, Any]] = None,
+             progress: Optional[Callable[[int, int, Any], None]] = None) -> dict[str, Any]:
+    """Run `strategy` `repeats` times with at most `max_evals` measurements each; `progress` is
+    called with (runs done, repeats, None) after each.
 
     `problem_factory` makes a fresh problem per run (a Problem instance is reused). Run r uses
     the random stream SeedSequence([seed, r]), so a run can be reproduced on its own.
@@ -170,6 +172,8 @@ def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: U
         if optimum is not None and result.best_time is not None:
             run["slowdown"] = result.best_time / optimum
         runs.append(run)
+        if progress is not None:
+            progress(r + 1, repeats, None)
     report = {"strategy": name, "max_evals": int(max_evals), "seed": int(seed), "options": options,
               "space_size": space, "valid": _valid_count(first), "optimum": optimum, "repeats": runs,
               **summarise(runs, optimum, space)}
@@ -275,7 +279,10 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "imagecl simulate") -
                 raise SimulationError(f"{path}: shares no parameter (name and value kind) with {args.cache}, "
                                       "so its configurations say nothing about it")
             options["seeds"].extend(seeds)
-    report = simulate(problem, name, args.max_evals, args.repeats, args.seed, options)
+    from ..progress import Progress
+
+    report = simulate(problem, name, args.max_evals, args.repeats, args.seed, options,
+                      progress=Progress(f"simulating {name}", unit="run"))
     report["cache"] = str(args.cache)
     if args.seeds_from:
         report["seeds_from"] = [str(p) for p in args.seeds_from]
