@@ -126,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     res = sub.add_parser("results", help="list what a results database holds")
     res.add_argument("--db", required=True)
     res.add_argument("--json", action="store_true", help="print a list of records as JSON")
+    res.add_argument("--plot", metavar="FILE.png",
+                     help="also plot the largest run: its tuning curve (best time so far against measurements) and "
+                          "time against each parameter (.png, .svg, .pdf; needs matplotlib)")
 
     tune = sub.add_parser("tune", help="auto-tune a program for a device and write the tuned kernel",
                           description="Tune a program on random inputs of the given size: measure a random "
@@ -656,6 +659,16 @@ def _our_problem_size(size) -> str:
 def _results(args) -> int:
     from .tuner.store import Store
 
+    if args.plot:
+        from .plots import plot_run
+
+        check_output(args.plot, database_files(args.db), "the plot")
+        run, params, measurements = _db_records(args.db)
+        plot_run(args.plot, f"{run.program_name} on {run.device}, {run.problem_size}", [p.name for p in params],
+                 measurements)
+        timed = sum(m["time_seconds"] is not None for m in measurements)
+        print(f"plotted {len(measurements)} measurements ({timed} timed) of '{terminal(run.program_name)}' to "
+              f"{args.plot}", file=sys.stderr)
     with Store(args.db, readonly=True) as store:
         records = list(store.records())
     if args.json:

@@ -356,3 +356,31 @@ def test_simulate_json_stdout_stays_json_with_progress_on_stderr(tmp_path, capsy
     assert code == 0, err
     assert len(json.loads(out)["repeats"]) == 4
     assert "simulating random: 100%" in err and "4/4" in err
+
+
+# ---- plots -------------------------------------------------------------------------------------------
+
+
+def test_best_so_far_is_the_running_minimum_of_successes():
+    from imagecl.plots import best_so_far
+
+    assert best_so_far([None, 3.0, 4.0, None, 1.0, 2.0]) == [None, 3.0, 3.0, 3.0, 1.0, 1.0]
+
+
+def test_results_plot_writes_an_image_and_refuses_the_database(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    db = tmp_path / "c.db"
+    _constructed_db(db)
+    code, out, err = cli(capsys, "results", "--db", db, "--plot", tmp_path / "p.png", "--json")
+    assert code == 0, err
+    assert len(json.loads(out)) == 6 and "plotted 6 measurements (4 timed)" in err
+    with Image.open(tmp_path / "p.png") as image:
+        assert image.format == "PNG" and image.size[0] > 300 and image.size[1] > 300
+        assert len(set(image.convert("L").getdata())) > 10  # something is drawn
+    before = db.read_bytes()
+    code, _, err = cli(capsys, "results", "--db", db, "--plot", db)
+    assert code == 1 and "would overwrite" in err and db.read_bytes() == before
+    code, _, err = cli(capsys, "results", "--db", db, "--plot", tmp_path / "p.xyz")
+    assert code == 1 and "png" in err and not (tmp_path / "p.xyz").exists()
