@@ -466,7 +466,8 @@ def _tune(args) -> int:
         elif result.best_config is None:
             raise ImageCLError("no configuration could be measured successfully, the default configuration "
                                f"included; see 'imagecl results --db {db}' for the failures")
-        best_config, best_time, confirmed = confirm_best(measurer, history, top=args.confirm)
+        best_config, best_time, confirmed = confirm_best(measurer, history, top=args.confirm,
+                                                         progress=Progress("confirming the best", unit="series"))
     best = space.complete(best_config)
     predicted = result.info.get("predicted_seconds") if best_config == result.best_config else None
     paths = export_tuned(program, best, out, device, shape, measured=best_time, predicted=predicted,
