@@ -17,7 +17,11 @@ kernel_tuner/schema/cache/1.1.0/schema.json)::
                           "timestamp": ".."},
                "32,1,2": {..., "time": "CompilationFailedConfig"}, ...}}
 
-A key is the configuration's values joined by commas in ``tune_params_keys`` order. A failed
+A key is the configuration's values joined by commas in ``tune_params_keys`` order. Our writer
+adds ``"imagecl_status"`` to a failed entry (our status, e.g. "timeout", finer than Kernel Tuner's
+three kinds; Kernel Tuner ignores it and our reader restores it), and fills ``device_name``,
+``kernel_name`` and ``problem_size`` (a list, width first) from the database, so that
+``tune_kernel(kernel_name, ..., problem_size, simulation_mode=True, cache=file)`` loads it as written. A failed
 configuration stores one of the strings "InvalidConfig" (restrictions or resources exceeded),
 "CompilationFailedConfig" or "RuntimeFailedConfig" instead of a number; very old caches used a
 huge number (1e20) instead. Kernel Tuner appends entries while it tunes and only closes the two
