@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp = sub.add_parser("compile", help="print or write the generated OpenCL C")
     comp.add_argument("file")
     comp.add_argument("-o", "--output", help="write the OpenCL source here instead of printing it")
-    comp.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json")
+    comp.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json (also the JSON "
+                                         "description `tune` writes)")
 
     run = sub.add_parser("run", help="run a program on images and arrays",
                          description="Run a program. Inputs are NAME=VALUE: image files (.png, .tif, .jpg, .bmp), "
@@ -91,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", action="append", default=[], metavar="NAME=PATH",
                      help="save an output array (.npy, .png, .tif, ...); repeatable")
     run.add_argument("--device", help="device index or name fragment (default: $IMAGECL_DEVICE, else the first GPU)")
-    run.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json")
+    run.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json (also the JSON "
+                                        "description `tune` writes)")
     run.add_argument("--timeout", type=_seconds, default=60.0,
                      help="seconds the run (upload, kernel, download) may take before it is stopped (default 60)")
 
@@ -127,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     res = sub.add_parser("results", help="list what a results database holds")
     res.add_argument("--db", required=True)
     res.add_argument("--json", action="store_true", help="print a list of records as JSON")
+    res.add_argument("--plot", metavar="FILE.png",
+                     help="also plot the largest run: its tuning curve (best time so far against measurements) and "
+                          "time against each parameter (.png, .svg, .pdf; needs matplotlib)")
 
     tune = sub.add_parser("tune", help="auto-tune a program for a device and write the tuned kernel",
                           description="Tune a program on random inputs of the given size: measure a random "
@@ -174,7 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--db", required=True)
     imp.add_argument("--program", help="the name to file the measurements under (default: the file's name)")
 
-    sub.add_parser("devices", help="list the OpenCL devices")
+    devs = sub.add_parser("devices", help="list the OpenCL devices")
+    devs.add_argument("--json", action="store_true",
+                      help="print a JSON list: index, platform, name, kind, driver, compute units, global and local "
+                           "memory (bytes), max work-group size, image support")
 
     feat = sub.add_parser("features", help="print a program's, a device's and a size's features as JSON",
                           description="Features for models that carry tuning knowledge across programs, devices "
@@ -187,6 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
     feat.add_argument("--config", help="a configuration to encode (JSON or @file.json; needs --size)")
     feat.add_argument("--no-measure", action="store_true",
                       help="do not measure the device (bandwidth and arithmetic rate are null)")
+    for command in sub.choices.values():
+        if command is not sim:
+            command.add_argument("--verbose", action="store_true",
+                                 help="show the OpenCL compiler's build logs (also IMAGECL_BUILD_LOG=1); by default "
+                                      "they are shown only with a failed build's error")
     return parser
 
 
@@ -245,6 +258,9 @@ def _parse_config(text: Optional[str]) -> Optional[dict]:
         raise ImageCLError(f"--config is not valid JSON: {exc}") from None
     if not isinstance(config, dict):
         raise ImageCLError("--config must be a JSON object, e.g. '{\"wg_x\": 16}'")
+    if isinstance(config.get("configuration"), dict):
+        # the JSON description `tune` writes: its configuration is inside (no parameter's value is an object)
+        config = config["configuration"]
     return config
 
 
@@ -339,30 +355,6 @@ def _inputs(program, assignments) -> dict:
     return values
 
 
-class _Progress:
-    """A one-line progress bar on stderr (only when it is a terminal)."""
-
-    def __init__(self) -> None:
-        self.interactive = sys.stderr.isatty()
-        self.last = 0.0
-
-    def __call__(self, done: int, total: int, summary) -> None:
-        now = time.time()
-        if done < total and now - self.last < 0.2:
-            return
-        self.last = now
-        width = 30
-        filled = int(width * done / max(total, 1))
-        failed = sum(v for k, v in summary.statuses.items() if k != "ok")
-        best = f"{summary.best_time * 1e3:.4f} ms" if summary.best_time is not None else "-"
-        line = (f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
-                f"{summary.per_second:.1f}/s  failed {failed}  best {best}")
-        if self.interactive:
-            print("\r" + line, end="\n" if done >= total else "", file=sys.stderr, flush=True)
-        elif done >= total or done % max(1, total // 10) == 0:
-            print(line, file=sys.stderr, flush=True)
-
-
 def _synthetic_inputs(program, shape, args) -> dict:
     """The program's arguments for a grid of `shape`: NAME=FILE/VALUE assignments given on the
     command line, random images (seeded) and 1 for the scalars that were not (with a note)."""
@@ -377,6 +369,7 @@ def _synthetic_inputs(program, shape, args) -> dict:
 
 
 def _measure(args) -> int:
+    from .progress import Progress
     from .tuner.engine import MeasureOptions, measure
     from .tuner.store import Store
 
@@ -403,7 +396,7 @@ def _measure(args) -> int:
     _check_db(db, _input_files(args.assignments, args.file, args.configs))
     with Store(db) as store:
         summary = measure(program, arguments, configs, store, device=args.device,
-                          options=MeasureOptions(timeout=args.timeout), progress=_Progress())
+                          options=MeasureOptions(timeout=args.timeout), progress=Progress("measuring"))
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
     print(summary.describe())
@@ -413,6 +406,7 @@ def _measure(args) -> int:
 def _tune(args) -> int:
     from . import tuned
     from .export import export_tuned, tuned_file_names
+    from .progress import Progress
     from .runtime.devices import select_device
     from .tuner.engine import MeasureOptions, Measurer
     from .tuner.live import LiveProblem, confirm_best, size_context, store_messages, store_options
@@ -438,7 +432,7 @@ def _tune(args) -> int:
     _check_db(db, read)
     for filename in tuned_file_names(program.name):
         check_output(out / filename, read + database_files(db), "a tuned kernel's file")
-    progress = _Progress()
+    progress = Progress("tuning")
     space = program.space_for(device, shape)
     print(f"tuning '{program.name}' on {device.name.strip()} for {args.size}: {space.size:,} configurations, "
           f"budget {args.budget}, strategy {name}", file=sys.stderr)
@@ -476,7 +470,8 @@ def _tune(args) -> int:
         elif result.best_config is None:
             raise ImageCLError("no configuration could be measured successfully, the default configuration "
                                f"included; see 'imagecl results --db {db}' for the failures")
-        best_config, best_time, confirmed = confirm_best(measurer, history, top=args.confirm)
+        best_config, best_time, confirmed = confirm_best(measurer, history, top=args.confirm,
+                                                         progress=Progress("confirming the best", unit="series"))
     best = space.complete(best_config)
     predicted = result.info.get("predicted_seconds") if best_config == result.best_config else None
     paths = export_tuned(program, best, out, device, shape, measured=best_time, predicted=predicted,
@@ -596,7 +591,8 @@ def _db_records(db: str):
                 best_run, best = run, records
     names = sorted({k for r in best for k in r.config})
     measurements = [{"config": {n: r.config.get(n, 0) for n in names}, "time_seconds": r.time, "status": r.status,
-                     "error": r.error} for r in best if r.status != "invalid_config"]
+                     "error": r.error, "times_seconds": r.times, "timestamp": r.timestamp}
+                    for r in best if r.status != "invalid_config"]
     params = parameters_from_keys(names, (tuple(m["config"][n] for n in names) for m in measurements))
     return best_run, params, measurements
 
@@ -611,20 +607,27 @@ def _db_to_cache(db: str, path: Path) -> str:
 
 
 def _export(args) -> int:
-    from .tuner.formats import write_kernel_tuner_cache, write_t4
+    from .tuner.formats import t4_metadata_path, write_kernel_tuner_cache, write_t4, write_t4_metadata
 
     check_output(args.output, database_files(args.db))
+    metadata = t4_metadata_path(args.output) if args.format == "t4" else None
+    if metadata is not None:
+        check_output(metadata, database_files(args.db) + [args.output], "the T4 metadata file")
     run, params, measurements = _db_records(args.db)
     try:
         if args.format == "kernel_tuner":
-            write_kernel_tuner_cache(args.output, params, measurements)
+            write_kernel_tuner_cache(args.output, params, measurements, device_name=run.device,
+                                     kernel_name=run.program_name, problem_size=run.problem_size)
         else:
             write_t4(args.output, params, measurements)
+            write_t4_metadata(metadata, run.device, run.program_name, run.problem_size,
+                              [m["timestamp"] for m in measurements], driver=run.driver,
+                              generator=f"imagecl=={__version__}")
     except OSError as exc:
         raise ImageCLError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
     print(f"wrote {len(measurements)} measurements of '{terminal(run.program_name)}' on {terminal(run.device)} "
           f"({terminal(run.problem_size)}) "
-          f"to {args.output}")
+          f"to {args.output}" + (f" and its metadata to {metadata}" if metadata is not None else ""))
     return 0
 
 
@@ -654,12 +657,10 @@ def _import(args) -> int:
                                                                  if skipped else " (no measurements)"))
     name = args.program or str(meta.get("kernel_name") or Path(args.file).stem)
     run = RunKey(text_hash(f"imported:{Path(args.file).resolve()}"), name, str(meta.get("device_name", "unknown")),
-                 "imported", str(meta.get("problem_size", "unknown")))
+                 "imported", _our_problem_size(meta.get("problem_size", "unknown")))
     with Store(db) as store:
-        for config, seconds in plan.configs():
-            store.add(run, Record(config, "ok" if seconds is not None else "error", seconds,
-                                  [seconds] if seconds is not None else [], error=None if seconds is not None
-                                  else "failed in the imported file"))
+        store.add_many(run, (Record(config, m.status, m.seconds, m.times, error=m.error, timestamp=m.timestamp)
+                             for config, m in plan.configs()))
     print(f"stored {len(plan.measurements)} measurements of '{terminal(name)}' from {args.file} in {mask(db)}")
     if plan.merged:
         print(f"merged {plan.merged} repeated measurements of a configuration (the fastest kept)")
@@ -668,9 +669,28 @@ def _import(args) -> int:
     return 0
 
 
+def _our_problem_size(size) -> str:
+    """A Kernel Tuner problem size ([1024, 768], 48) as ours ("1024x768", "48")."""
+    if isinstance(size, list) and size and all(isinstance(v, int) and not isinstance(v, bool) for v in size):
+        return "x".join(str(v) for v in size)
+    if isinstance(size, int) and not isinstance(size, bool):
+        return str(size)
+    return str(size)
+
+
 def _results(args) -> int:
     from .tuner.store import Store
 
+    if args.plot:
+        from .plots import plot_run
+
+        check_output(args.plot, database_files(args.db), "the plot")
+        run, params, measurements = _db_records(args.db)
+        plot_run(args.plot, f"{run.program_name} on {run.device}, {run.problem_size}", [p.name for p in params],
+                 measurements)
+        timed = sum(m["time_seconds"] is not None for m in measurements)
+        print(f"plotted {len(measurements)} measurements ({timed} timed) of '{terminal(run.program_name)}' to "
+              f"{args.plot}", file=sys.stderr)
     with Store(args.db, readonly=True) as store:
         records = list(store.records())
     if args.json:
@@ -721,17 +741,31 @@ def _features(args) -> int:
     return 0
 
 
-def _devices() -> int:
+def _devices(as_json: bool) -> int:
+    import dataclasses
+
     from .runtime.devices import list_devices
 
-    for d in list_devices():
+    devices = list_devices()
+    if as_json:
+        print(json.dumps([dataclasses.asdict(d) for d in devices], indent=1))
+        return 0
+    for d in devices:
         print(d.describe())
     return 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["simulate"]:
+        # simulate parses its own options (imagecl.tuner.simulate); argparse's REMAINDER would
+        # refuse an option right after the command, --help included
+        args = argparse.Namespace(command="simulate", rest=argv[1:])
+    else:
+        args = parser.parse_args(argv)
+    if getattr(args, "verbose", False):
+        os.environ["IMAGECL_BUILD_LOG"] = "1"  # builds happen in child processes too
     try:
         if args.command == "check":
             program = _load(args.file)
@@ -752,7 +786,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "run":
             return _run(args)
         if args.command == "devices":
-            return _devices()
+            return _devices(args.json)
         if args.command == "space":
             return _space(args)
         if args.command == "measure":

@@ -41,6 +41,10 @@ def test_tune_writes_the_tuned_kernel(tuned):
     assert (out / "imcl_box_blur.h").exists() and (out / "imcl_box_blur.c").exists()
     listing = json.loads(_cli("results", "--db", str(out / "measurements.db"), "--json").stdout)
     assert 1 <= len(listing) <= 15  # the budget, plus the default configuration as the baseline
+    # progress with the time left, for the search and the final re-timing, on stderr only
+    assert "tuning: 100%" in result.stderr and "14/14" in result.stderr
+    assert "confirming the best: 100%" in result.stderr
+    assert "%" not in result.stdout
 
 
 def test_tune_confirms_its_fastest_configurations(tuned):

@@ -654,7 +654,7 @@ def test_simulate_default_strategy_is_the_hybrid_and_reads_t4(tmp_path, capsys):
             for k, t in replay.records.items()]
     path = tmp_path / "results.json"
     formats.write_t4(path, replay.parameters, rows)
-    simulate_mod.main([str(path), "--max-evals", "40", "--repeats", "2", "-o", "model_options={\"epochs\": 300}"])
+    simulate_mod.main([str(path), "--max-evals", "40", "--repeats", "2", "--option", "model_options={\"epochs\": 300}"])
     out = capsys.readouterr().out
     assert strategies.DEFAULT_STRATEGY == "hybrid"
     assert out.startswith("hybrid: 2 runs of at most 40 measurements") and "slowdown" in out
@@ -665,11 +665,11 @@ def test_simulate_default_strategy_is_the_hybrid_and_reads_t4(tmp_path, capsys):
     (["{bad_json}"], "not valid JSON"),
     (["{other_json}"], "neither a Kernel Tuner cache"),
     (["{cache}", "--strategy", "anealing"], "did you mean 'annealing'"),
-    (["{cache}", "--strategy", "ml", "-o", "treshold=0.1"], "did you mean 'threshold'"),
+    (["{cache}", "--strategy", "ml", "--option", "treshold=0.1"], "did you mean 'threshold'"),
     (["{cache}", "--max-evals", "0"], "positive integer"),
-    (["{cache}", "--strategy", "ml", "-o", "threshold=often"], "takes float values"),
-    (["{cache}", "--strategy", "ml", "-o", "threshold=2"], "threshold must be a probability"),
-    (["{cache}", "-o", "local_share=1.5"], "local_share must be in"),
+    (["{cache}", "--strategy", "ml", "--option", "threshold=often"], "takes float values"),
+    (["{cache}", "--strategy", "ml", "--option", "threshold=2"], "threshold must be a probability"),
+    (["{cache}", "--option", "local_share=1.5"], "local_share must be in"),
     (["{cache}", "--repeats", "many"], "invalid int value"),
 ])
 def test_simulate_user_errors_are_simulation_errors(tmp_path, argv, message):

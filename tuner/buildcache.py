@@ -65,14 +65,18 @@ class BuildCache:
 def _build_in_child(device_index: int, source: str, options: tuple) -> tuple[Optional[bytes], Optional[str]]:
     import pyopencl as cl
 
+    from ..runtime import buildlog
     from ..runtime.devices import _all_devices, context_and_queue
+    from ..runtime.launcher import program_log
 
     device = _all_devices()[device_index]
     context, _ = context_and_queue(device)  # one context per builder process, reused
     try:
-        program = cl.Program(context, source).build(options=list(options))
+        program, said = buildlog.captured(lambda: cl.Program(context, source).build(options=list(options)))
     except cl.Error as exc:
-        return None, str(exc)
+        extra = buildlog.chatter(exc)
+        return None, str(exc) + (f"\n{extra}" if extra and extra not in str(exc) else "")
+    buildlog.show(program_log(program, device) or said, f"a kernel on '{device.name.strip()}'")
     return bytes(program.get_info(cl.program_info.BINARIES)[0]), None
 
 

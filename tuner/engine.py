@@ -301,7 +301,8 @@ class Measurer:
         summary.seconds = time.time() - start
         return summary
 
-    def retime(self, configs: list[dict], repeats: int = 15, rounds: int = 5) -> dict[str, Record]:
+    def retime(self, configs: list[dict], repeats: int = 15, rounds: int = 5,
+               progress: Optional[Callable[[int, int, Any], None]] = None) -> dict[str, Record]:
         """Time stored, successful configurations again with `repeats` more launches each and store
         the median of all their launches: for the few contenders whose order decides the result,
         where the handful of launches of the search cannot tell apart differences of a few percent
@@ -311,7 +312,7 @@ class Measurer:
         (benchmarks/timing_noise.py), and timing one contender after the other would turn that
         drift into an order. Configurations whose record already holds `repeats` launches are not
         timed again. Returns the records of the configurations given, by canonical key (failures
-        left out)."""
+        left out). `progress` is called with (series done, series, None) after each series of launches."""
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
             raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
         if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
@@ -334,13 +335,16 @@ class Measurer:
         order = list(groups.values())
         if order:
             self._start_worker([c for g in order for c in g])
-        for index, share in interleaved_rounds(len(order), repeats, rounds):
+        series = interleaved_rounds(len(order), repeats, rounds)
+        for step, (index, share) in enumerate(series):
             for result in self.worker.measure_group(order[index], self.options.timeout, repeats=share):
                 key = canonical_config(result["config"])
                 if result.get("time") is None:
                     failed.add(key)  # a contender that fails now (a flaky device) keeps what was measured
                 else:
                     launches.setdefault(key, []).extend(result.get("times", []))
+            if progress is not None:
+                progress(step + 1, len(series), None)
         for key, times in launches.items():
             if key in failed:
                 continue

@@ -17,7 +17,11 @@ kernel_tuner/schema/cache/1.1.0/schema.json)::
                           "timestamp": ".."},
                "32,1,2": {..., "time": "CompilationFailedConfig"}, ...}}
 
-A key is the configuration's values joined by commas in ``tune_params_keys`` order. A failed
+A key is the configuration's values joined by commas in ``tune_params_keys`` order. Our writer
+adds ``"imagecl_status"`` to a failed entry (our status, e.g. "timeout", finer than Kernel Tuner's
+three kinds; Kernel Tuner ignores it and our reader restores it), and fills ``device_name``,
+``kernel_name`` and ``problem_size`` (a list, width first) from the database, so that
+``tune_kernel(kernel_name, ..., problem_size, simulation_mode=True, cache=file)`` loads it as written. A failed
 configuration stores one of the strings "InvalidConfig" (restrictions or resources exceeded),
 "CompilationFailedConfig" or "RuntimeFailedConfig" instead of a number; very old caches used a
 huge number (1e20) instead. Kernel Tuner appends entries while it tunes and only closes the two
@@ -291,23 +295,51 @@ def _parse_scalar(text: str) -> Any:
         return text
 
 
+KT_STATUS_KEY = "imagecl_status"  # our own status of a failure, kept beside Kernel Tuner's three kinds
+
+
+def kernel_tuner_problem_size(problem_size: Any) -> Any:
+    """Our problem size ("1024x768", "48") as Kernel Tuner writes one: a list of integers, width
+    first (Kernel Tuner's x first); anything else stays as it is."""
+    if isinstance(problem_size, str) and problem_size and all(p.isdigit() for p in problem_size.split("x")):
+        return [int(p) for p in problem_size.split("x")]
+    return problem_size
+
+
+def _ms_list(values: Any) -> list[float]:
+    return [float(v) * 1e3 for v in values or [] if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and math.isfinite(v)]
+
+
+def _iso(timestamp: Any) -> str:
+    if isinstance(timestamp, (int, float)) and not isinstance(timestamp, bool) and timestamp > 0:
+        return _dt.datetime.fromtimestamp(timestamp, _dt.timezone.utc).isoformat()
+    return timestamp if isinstance(timestamp, str) and timestamp else _now()
+
+
 def write_kernel_tuner_cache(path: PathLike, parameters: Sequence[Parameter],
                              measurements: Iterable[Mapping[str, Any]], device_name: str = "unknown device",
                              kernel_name: str = "kernel", problem_size: Any = "unknown") -> None:
-    """Write measurements as a closed Kernel Tuner cache (schema 1.1.0), times in ms."""
+    """Write measurements as a closed Kernel Tuner cache (schema 1.1.0), times in ms, that Kernel
+    Tuner's simulation mode loads as written: `tune_kernel(kernel_name, ..., problem_size,
+    simulation_mode=True, cache=path)`. Every repeated timing ("times_seconds") goes to "times";
+    a failure keeps our status beside Kernel Tuner's kind (which has only three)."""
     errors = {"constraints": "InvalidConfig", "compile": "CompilationFailedConfig"}
     cache: dict[str, Any] = {}
     for raw, time, kind, m in _measurement_rows(parameters, measurements):
         key = ",".join(str(raw[p.name]) for p in parameters)
         value: Any = time * 1e3 if time is not None else errors.get(kind, "RuntimeFailedConfig")
         entry = dict(raw)
-        entry.update({"time": value, "times": [value] if time is not None else [],
+        times = (_ms_list(m.get("times_seconds")) or [value]) if time is not None else []
+        entry.update({"time": value, "times": times,
                       "compile_time": 0.0, "verification_time": 0.0, "benchmark_time": 0.0,
                       "strategy_time": 0.0, "framework_time": 0.0,
-                      "timestamp": m.get("timestamp") or _now()})
+                      "timestamp": _iso(m.get("timestamp"))})
+        if time is None and m.get("status"):
+            entry[KT_STATUS_KEY] = str(m["status"])
         cache[key] = entry
     data = {"schema_version": "1.1.0", "device_name": device_name, "kernel_name": kernel_name,
-            "problem_size": problem_size, "tune_params_keys": [p.name for p in parameters],
+            "problem_size": kernel_tuner_problem_size(problem_size), "tune_params_keys": [p.name for p in parameters],
             "tune_params": {p.name: [p.label(v) for v in p.values] for p in parameters},
             "objective": "time", "cache": cache}
     write_text(path, json.dumps(data, indent=1) + "\n")
@@ -373,21 +405,54 @@ def _t4_time(result: Mapping[str, Any]) -> Optional[float]:
 
 
 def write_t4(path: PathLike, parameters: Sequence[Parameter], measurements: Iterable[Mapping[str, Any]]) -> None:
-    """Write measurements as a T4 results file (schema 1.0.0), times in ms."""
+    """Write measurements as a T4 results file (schema 1.0.0), times in ms, every repeated timing
+    in "runtimes"."""
     results = []
     for raw, time, kind, m in _measurement_rows(parameters, measurements):
         ms = time * 1e3 if time is not None else None
+        runtimes = (_ms_list(m.get("times_seconds")) or [ms]) if ms is not None else []
         results.append({
-            "timestamp": m.get("timestamp") or _now(),
+            "timestamp": _iso(m.get("timestamp")),
             "configuration": raw,
             "objectives": ["time"],
-            "times": {"runtimes": [ms] if ms is not None else []},
+            "times": {"runtimes": runtimes},
             "invalidity": "correct" if kind == "ok" else kind,
             "correctness": 0 if kind == "correctness" else 1,
             "measurements": [{"name": "time", "value": ms if ms is not None else (m.get("error") or kind),
                               "unit": "ms"}],
         })
     write_text(path, json.dumps({"schema_version": "1.0.0", "results": results}, indent=1) + "\n")
+
+
+def t4_metadata_path(results_path: PathLike) -> Path:
+    """Where the metadata of a T4 results file goes: beside it, "_metadata" before ".json"
+    (Kernel Tuner's examples pair "X_output.json" with "X_metadata.json")."""
+    p = Path(results_path)
+    for suffix in (".json.gz", ".json"):
+        if p.name.endswith(suffix) and len(p.name) > len(suffix):
+            return p.with_name(p.name[: -len(suffix)] + "_metadata" + suffix)
+    return p.with_name(p.name + "_metadata.json")
+
+
+def write_t4_metadata(path: PathLike, device_name: str, kernel_name: str, problem_size: Any,
+                      timestamps: Sequence[Any] = (), driver: Optional[str] = None,
+                      generator: Optional[str] = None) -> None:
+    """Write a T4 metadata file (schema kernel_tuner/schema/T4/1.0.0/metadata-schema.json): the
+    device, kernel, problem size and the span of the measurements' timestamps, which the results
+    file does not carry."""
+    import platform
+
+    stamps = sorted(_iso(t) for t in timestamps)
+    metadata: dict[str, Any] = {
+        "hardware": {"operating_system": platform.system() or "unidentified OS"},
+        "environment": {"device_query": {"device_name": device_name, **({"driver": driver} if driver else {})},
+                        "requirements": [generator] if generator else []},
+        "device_name": device_name, "kernel_name": kernel_name,
+        "problem_size": kernel_tuner_problem_size(problem_size), "timeunit": "milliseconds",
+    }
+    if stamps:
+        metadata["timestamps"] = {"first": stamps[0], "last": stamps[-1]}
+    write_text(path, json.dumps({"schema_version": "1.0.0", "metadata": metadata}, indent=1) + "\n")
 
 
 # ---- either -------------------------------------------------------------------------------------
@@ -417,4 +482,5 @@ def read_measurements(source: Union[PathLike, Mapping[str, Any]]) -> tuple[list[
 
 
 __all__ = ["FormatError", "load_json", "read_text", "write_text", "read_kernel_tuner_cache", "write_kernel_tuner_cache",
-           "read_t4", "write_t4", "detect_format", "read_measurements", "KT_ERRORS", "T4_INVALIDITY"]
+           "read_t4", "write_t4", "write_t4_metadata", "t4_metadata_path", "kernel_tuner_problem_size",
+           "detect_format", "read_measurements", "KT_ERRORS", "T4_INVALIDITY"]

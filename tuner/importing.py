@@ -4,29 +4,51 @@ Our store holds configurations of integer parameters, exactly as they were measu
 that is not an integer (2.5, "float", true), that the cache's own `tune_params` does not list,
 or a configuration that lacks a parameter, is skipped with its reason, never rounded or mapped
 onto something that was not measured. A configuration measured more than once keeps its fastest
-success, and the report says how many were merged.
+success, and the report says how many were merged. Every repeated timing and the kind of a
+failure (Kernel Tuner's InvalidConfig / CompilationFailedConfig / RuntimeFailedConfig, T4's
+invalidity) go in with it.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-from .formats import FormatError, _entry_values, _seconds, _t4_time, detect_format
+from .formats import KT_STATUS_KEY, FormatError, _entry_values, _seconds, _t4_time, detect_format
+from .store import STATUSES
+
+# the failure kinds of the two formats as our store's statuses
+KT_STATUS = {"InvalidConfig": "invalid_config", "CompilationFailedConfig": "build_error",
+             "RuntimeFailedConfig": "error", "ErrorConfig": "error"}
+T4_STATUS = {"constraints": "invalid_config", "compile": "build_error", "runtime": "error",
+             "correctness": "wrong_output", "timeout": "timeout"}
+
+
+@dataclass
+class Imported:
+    """One configuration's measurement as it goes into the store."""
+
+    seconds: Optional[float]  # None: failed
+    times: list[float] = field(default_factory=list)  # every timing, seconds
+    status: str = "ok"
+    error: Optional[str] = None
+    timestamp: float = 0.0  # seconds since the epoch; 0: not recorded
 
 
 @dataclass
 class ImportPlan:
     names: list[str]
-    measurements: dict[tuple[int, ...], Optional[float]] = field(default_factory=dict)  # seconds, None: failed
+    measurements: dict[tuple[int, ...], Imported] = field(default_factory=dict)
     skipped: Counter = field(default_factory=Counter)  # reason -> how many entries
     merged: int = 0  # entries that repeated a configuration already read
     noun: tuple[str, str] = ("entry", "entries")  # what the file calls one measurement
 
     def configs(self):
-        for key, seconds in self.measurements.items():
-            yield dict(zip(self.names, key)), seconds
+        for key, measured in self.measurements.items():
+            yield dict(zip(self.names, key)), measured
 
     def describe_skipped(self) -> str:
         return "; ".join(f"{count} {self.noun[count != 1]} {reason}" for reason, count in self.skipped.most_common())
@@ -50,7 +72,7 @@ def _value_reason(name: str, raw: Any, allowed: Optional[list]) -> Optional[str]
     return None
 
 
-def _add(plan: ImportPlan, raws: list[Any], seconds: Optional[float], allowed: Mapping[str, Optional[list]]) -> None:
+def _add(plan: ImportPlan, raws: list[Any], measured: Imported, allowed: Mapping[str, Optional[list]]) -> None:
     for name, raw in zip(plan.names, raws):
         reason = _value_reason(name, raw, allowed.get(name))
         if reason is not None:
@@ -60,10 +82,56 @@ def _add(plan: ImportPlan, raws: list[Any], seconds: Optional[float], allowed: M
     if key in plan.measurements:
         plan.merged += 1
         old = plan.measurements[key]
-        if seconds is not None and (old is None or seconds < old):
-            plan.measurements[key] = seconds
+        if measured.seconds is not None and (old.seconds is None or measured.seconds < old.seconds):
+            plan.measurements[key] = measured
     else:
-        plan.measurements[key] = seconds  # type: ignore[assignment]
+        plan.measurements[key] = measured
+
+
+def _times(values: Any, factor: float = 1e-3) -> list[float]:
+    """Repeated timings (ms in both formats) in seconds; anything but a positive finite number is left out."""
+    if not isinstance(values, list):
+        return []
+    return [float(v) * factor for v in values
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0]
+
+
+def _epoch(stamp: Any) -> float:
+    if isinstance(stamp, str):
+        try:
+            parsed = _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            return 0.0
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=_dt.timezone.utc)
+        return parsed.timestamp()
+    return 0.0
+
+
+def _kt_measured(entry: Mapping[str, Any], seconds: Optional[float]) -> Imported:
+    stamp = _epoch(entry.get("timestamp"))
+    if seconds is not None:
+        return Imported(seconds, _times(entry.get("times")) or [seconds], "ok", None, stamp)
+    kind = entry.get("time")
+    ours = entry.get(KT_STATUS_KEY)
+    status = ours if isinstance(ours, str) and ours in STATUSES and ours != "ok" else \
+        KT_STATUS.get(kind if isinstance(kind, str) else "", "error")
+    error = kind if isinstance(kind, str) else "failed in the imported file"
+    return Imported(None, [], status, error, stamp)
+
+
+def _t4_measured(result: Mapping[str, Any], seconds: Optional[float]) -> Imported:
+    stamp = _epoch(result.get("timestamp"))
+    if seconds is not None:
+        times = result.get("times")
+        runtimes = times.get("runtimes") if isinstance(times, Mapping) else None
+        return Imported(seconds, _times(runtimes) or [seconds], "ok", None, stamp)
+    invalidity = result.get("invalidity")
+    status = T4_STATUS.get(invalidity if isinstance(invalidity, str) else "", "error")
+    listed = result.get("measurements")
+    values = [m.get("value") for m in listed if isinstance(m, Mapping)] if isinstance(listed, list) else []
+    message = next((v for v in values if isinstance(v, str) and v), None)
+    return Imported(None, [], status, message or f"failed in the imported file ({invalidity or 'no time'})", stamp)
 
 
 def plan_import(data: Any) -> ImportPlan:
@@ -91,7 +159,7 @@ def plan_import(data: Any) -> ImportPlan:
             if plan_seconds is _BAD:
                 plan.skipped["with an unreadable time"] += 1
                 continue
-            _add(plan, raws, plan_seconds, allowed)  # type: ignore[arg-type]
+            _add(plan, raws, _kt_measured(entry, plan_seconds), allowed)  # type: ignore[arg-type]
         return plan
     results = data["results"]
     first = next((r.get("configuration") for r in results if isinstance(r, Mapping)
@@ -109,7 +177,7 @@ def plan_import(data: Any) -> ImportPlan:
         if seconds is _BAD:
             plan.skipped["with an unreadable time"] += 1
             continue
-        _add(plan, [config[n] for n in plan.names], seconds, {})  # type: ignore[arg-type]
+        _add(plan, [config[n] for n in plan.names], _t4_measured(r, seconds), {})  # type: ignore[arg-type]
     return plan
 
 
@@ -123,4 +191,4 @@ def _safe_seconds(read):
         return _BAD
 
 
-__all__ = ["ImportPlan", "plan_import"]
+__all__ = ["Imported", "ImportPlan", "plan_import", "KT_STATUS", "T4_STATUS"]

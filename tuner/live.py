@@ -49,7 +49,8 @@ class LiveProblem(Problem):
 
 
 def confirm_best(measurer: Measurer, history: Sequence[tuple[Mapping[str, int], Optional[float]]],
-                 top: int = 4, repeats: int = 15, rounds: int = 5) -> tuple[Optional[dict], Optional[float], dict]:
+                 top: int = 4, repeats: int = 15, rounds: int = 5,
+                 progress: Optional[Callable[[int, int, Any], None]] = None) -> tuple[Optional[dict], Optional[float], dict]:
     """The fastest of a search's `top` fastest configurations once each is timed again with
     `repeats` more launches, in `rounds` rounds that take the contenders in turn
     (`Measurer.retime`): the search times each configuration with a few launches, and on a
@@ -71,7 +72,7 @@ def confirm_best(measurer: Measurer, history: Sequence[tuple[Mapping[str, int], 
     info = {"confirmed": 0, "search_best_seconds": ok[0][0]}
     if top <= 0 or repeats <= 0:
         return ok[0][1], ok[0][0], info
-    updated = measurer.retime(contenders, repeats, rounds)
+    updated = measurer.retime(contenders, repeats, rounds, progress=progress)
     timed = [(updated[k].time, updated[k].config) for k in updated]
     info["confirmed"] = len(timed)
     if not timed:

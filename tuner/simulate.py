@@ -120,8 +120,10 @@ def _labelled(problem: Problem, config: Optional[Mapping[str, int]]) -> Optional
 
 def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: Union[str, Strategy] = DEFAULT_STRATEGY,
              max_evals: Optional[int] = None, repeats: int = 10, seed: int = 0,
-             options: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
-    """Run `strategy` `repeats` times with at most `max_evals` measurements each.
+             options: Optional[Mapping[str, Any]] = None,
+             progress: Optional[Callable[[int, int, Any], None]] = None) -> dict[str, Any]:
+    """Run `strategy` `repeats` times with at most `max_evals` measurements each; `progress` is
+    called with (runs done, repeats, None) after each.
 
     `problem_factory` makes a fresh problem per run (a Problem instance is reused). Run r uses
     the random stream SeedSequence([seed, r]), so a run can be reproduced on its own.
@@ -170,6 +172,8 @@ def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: U
         if optimum is not None and result.best_time is not None:
             run["slowdown"] = result.best_time / optimum
         runs.append(run)
+        if progress is not None:
+            progress(r + 1, repeats, None)
     report = {"strategy": name, "max_evals": int(max_evals), "seed": int(seed), "options": options,
               "space_size": space, "valid": _valid_count(first), "optimum": optimum, "repeats": runs,
               **summarise(runs, optimum, space)}
@@ -232,8 +236,9 @@ def build_parser(prog: str = "imagecl simulate") -> argparse.ArgumentParser:
                    help="measurements per run (default: 5%% of the recorded configurations, at least 20)")
     p.add_argument("--repeats", type=int, default=10, help="independent runs (default: 10)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
-                   help="strategy option, e.g. -o threshold=0.1 (JSON values); repeatable")
+    # no "-o": everywhere else in imagecl it is --output, and simulate writes no file
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="strategy option, e.g. --option threshold=0.1 (JSON values); repeatable")
     p.add_argument("--seeds-from", nargs="+", default=[], metavar="CACHE",
                    help="recorded files of other programs on the same device: their best configurations are "
                         "measured first (the strategy's seeds option, as imagecl tune does with a shared database; "
@@ -247,7 +252,11 @@ def build_parser(prog: str = "imagecl simulate") -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "imagecl simulate") -> int:
     """The command line; raises SimulationError on bad input (the caller prints it)."""
-    args = build_parser(prog).parse_args(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a == "-o" or (a.startswith("-o") and not a.startswith("--")) for a in argv):
+        raise SimulationError(f"{prog}: -o is --output in the other commands, and simulate writes no file; "
+                              "give a strategy option as --option KEY=VALUE")
+    args = build_parser(prog).parse_args(argv)
     if not Path(args.cache).exists():
         raise SimulationError(f"{args.cache}: no such file")
     name, fn = resolve_strategy(args.strategy)
@@ -255,7 +264,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "imagecl simulate") -
     problem = load_problem(args.cache)
     if args.seeds_from:
         if "seeds" in options:
-            raise SimulationError("give seeds either with --seeds-from or with -o seeds=..., not both")
+            raise SimulationError("give seeds either with --seeds-from or with --option seeds=..., not both")
         if "seeds" not in inspect.signature(fn).parameters:
             takes = ", ".join(n for n, f in STRATEGIES.items() if "seeds" in inspect.signature(f).parameters)
             raise SimulationError(f"strategy '{name}' does not start from seeds, so --seeds-from has no use with it "
@@ -270,7 +279,10 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "imagecl simulate") -
                 raise SimulationError(f"{path}: shares no parameter (name and value kind) with {args.cache}, "
                                       "so its configurations say nothing about it")
             options["seeds"].extend(seeds)
-    report = simulate(problem, name, args.max_evals, args.repeats, args.seed, options)
+    from ..progress import Progress
+
+    report = simulate(problem, name, args.max_evals, args.repeats, args.seed, options,
+                      progress=Progress(f"simulating {name}", unit="run"))
     report["cache"] = str(args.cache)
     if args.seeds_from:
         report["seeds_from"] = [str(p) for p in args.seeds_from]

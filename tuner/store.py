@@ -131,11 +131,7 @@ class Store:
     def add(self, run: RunKey, record: Record) -> None:
         if self.readonly:
             raise StoreError(f"{self.name}: opened read-only")
-        self._execute(self._UPSERT, (
-            run.program_hash, run.program_name, run.device, run.driver, run.problem_size,
-            json.dumps(record.config), canonical_config(record.config), record.source_hash, record.status,
-            record.time, json.dumps(record.times), record.spread, record.error, int(record.verified),
-            record.timestamp or time.time(), record.limit))
+        self._execute(self._UPSERT, _row(run, record))
 
     def records(self, run: Optional[RunKey] = None, config_key: Optional[str] = None) -> Iterator[Record]:
         """The stored records (of `run`; of one configuration, by its canonical key)."""
@@ -166,11 +162,25 @@ class Store:
         return [RunKey(*r) for r in rows]
 
     def add_many(self, run: RunKey, records: Iterable[Record]) -> int:
-        n = 0
-        for r in records:
-            self.add(run, r)
-            n += 1
-        return n
+        """Store `records` in one transaction: all or none of them (an import of thousands would
+        otherwise wait for one synchronous commit each)."""
+        if self.readonly:
+            raise StoreError(f"{self.name}: opened read-only")
+        rows = [_row(run, r) for r in records]
+        self._execute_many(self._UPSERT, rows)
+        return len(rows)
+
+    def _execute_many(self, query: str, rows: list[tuple]) -> None:
+        """`query` once per row, all in one transaction."""
+        raise NotImplementedError
+
+
+def _row(run: RunKey, record: Record) -> tuple:
+    """The measurements table's columns (in _UPSERT's order) for one record."""
+    return (run.program_hash, run.program_name, run.device, run.driver, run.problem_size,
+            json.dumps(record.config), canonical_config(record.config), record.source_hash, record.status,
+            record.time, json.dumps(record.times), record.spread, record.error, int(record.verified),
+            record.timestamp or time.time(), record.limit)
 
 
 def _backend(address: Any) -> type:

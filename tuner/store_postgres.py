@@ -203,6 +203,15 @@ class PostgresStore(Store):
 
         return self._retrying(run)
 
+    def _execute_many(self, query: str, rows: list[tuple]) -> None:
+        def run(conn) -> None:
+            # retried whole after a lost connection: the transaction either committed or did not,
+            # and the upserts make a second run of a committed one change nothing
+            with conn.transaction(), conn.cursor() as cursor:
+                cursor.executemany(self._sql(query), rows)
+
+        self._retrying(run)
+
     def _rows(self, query: str, args: tuple = (), batch: int = 2000) -> Iterator[tuple]:
         """The rows of `query` streamed through a server-side cursor in one read transaction
         (one consistent snapshot), on a connection of its own: adds made while the caller reads

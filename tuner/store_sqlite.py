@@ -143,6 +143,18 @@ class SQLiteStore(Store):
             raise StoreError(f"{self.path}: cannot {'read' if query.startswith('SELECT') else 'write'} the results "
                              f"database ({exc})") from None
 
+    def _execute_many(self, query: str, rows: list[tuple]) -> None:
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.executemany(query, rows)
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot write the results database ({exc})") from None
+
     def _rows(self, query: str, args: tuple = ()) -> Iterator[tuple]:
         """The rows of `query` one at a time (a store can hold hundreds of thousands), as _execute."""
         try:

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import threading
-import warnings
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import numpy as np
 
 from ..errors import BuildError, ExecutionError
+from . import buildlog
 from .arguments import PreparedArgs
 from .devices import context_and_queue
 
@@ -27,14 +27,16 @@ def build(device, source: str, options: Sequence[str] = ()):
         if program is not None:
             return program
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # pyopencl warns on non-empty build logs
-                program = cl.Program(context, source).build(options=list(options))
+            # the compiler's warnings stay out of the output (shown with IMAGECL_BUILD_LOG=1)
+            program, said = buildlog.captured(lambda: cl.Program(context, source).build(options=list(options)))
         except cl.Error as exc:
             log = _build_log(exc, device)
+            extra = buildlog.chatter(exc)
             raise BuildError(
-                f"the OpenCL compiler of '{device.name.strip()}' rejected the kernel", log, source
+                f"the OpenCL compiler of '{device.name.strip()}' rejected the kernel",
+                log + (f"\n{extra}" if extra and extra not in log else ""), source
             ) from None
+        buildlog.show(program_log(program, device) or said, f"a kernel on '{device.name.strip()}'")
         _BUILT[key] = program
         return program
 
@@ -50,9 +52,7 @@ def preload(device, source: str, binary: bytes, options: Sequence[str] = ()) -> 
         if key in _BUILT:
             return True
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                program = cl.Program(context, [device], [binary]).build(options=list(options))
+            program, _ = buildlog.captured(lambda: cl.Program(context, [device], [binary]).build(options=list(options)))
         except cl.Error:
             return False
         _BUILT[key] = program
@@ -75,6 +75,16 @@ def binary_of(device, source: str, options: Sequence[str] = ()) -> Optional[byte
 
 def _build_log(exc, device) -> str:
     return str(exc)
+
+
+def program_log(program, device) -> str:
+    """The build log of a built program on `device` ("" when the driver kept none)."""
+    import pyopencl as cl
+
+    try:
+        return str(program.get_build_info(device, cl.program_build_info.LOG) or "").strip()
+    except cl.Error:
+        return ""
 
 
 _KERNELS: dict[tuple[int, str], object] = {}
