@@ -52,6 +52,23 @@ def test_a_configuration_written_again_replaces_its_record(store_address):
     assert [(r.config["wg_x"], r.time) for r in got] == [(2, 6e-3), (1, 3e-3)]
 
 
+def test_add_many_is_one_transaction(store_address):
+    with Store(store_address) as store:
+        assert store.add_many(RUN, [_ok(x, x * 1e-3) for x in (1, 2, 4)]) == 3
+        assert [r.time for r in store.records(RUN)] == [1e-3, 2e-3, 4e-3]
+        # a batch written again replaces its records, as add does
+        store.add_many(RUN, [_ok(1, 9e-3)])
+        assert [(r.config["wg_x"], r.time) for r in store.records(RUN)] == [(2, 2e-3), (4, 4e-3), (1, 9e-3)]
+
+
+def test_postgres_add_many_refused_midway_stores_nothing(pg_server):
+    # PostgreSQL text holds no NUL: the server refuses the second row after taking the first
+    with Store(pg_server.new_database()) as store:
+        with pytest.raises(StoreError):
+            store.add_many(RUN, [_ok(1), Record({"wg_x": 2, "wg_y": 1}, "error", None, error="a\x00b"), _ok(4)])
+        assert list(store.records(RUN)) == []
+
+
 def test_done_keys_and_timeout_limits(store_address):
     with Store(store_address) as store:
         store.add(RUN, _ok(1))
