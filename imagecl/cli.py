@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -14,6 +15,9 @@ import numpy as np
 
 from . import __version__
 from .errors import ArgumentError, ImageCLError
+from .escape import terminal
+from .frontend.source import decode_source
+from .outputs import check_distinct, check_output, database_files, output_folder, write_atomic
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,6 +38,18 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    """A --timeout: a finite number of seconds > 0 (0, a negative number or nan would make every
+    variant a timeout)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"needs a finite number of seconds > 0, got '{text}'")
+    return value
+
+
 def _search_options(parser: argparse.ArgumentParser, db_help: str, others: str) -> None:
     """The options `tune` and `tune-kernel` share: the search's seed, the confirmation, the
     database and what it lends, the watchdog and the output folder."""
@@ -45,7 +61,9 @@ def _search_options(parser: argparse.ArgumentParser, db_help: str, others: str) 
     parser.add_argument("--no-transfer", action="store_true",
                         help=f"do not start from the best configurations of {others} tuned on this device in the "
                              "database (by default the search measures them first)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
+    parser.add_argument("--timeout", type=_seconds, default=60.0,
+                        help="seconds per configuration before the watchdog (default 60); timeouts stored with a "
+                             "smaller limit are measured again")
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
 
 
@@ -72,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="save an output array (.npy, .png, .tif, ...); repeatable")
     run.add_argument("--device", help="device index or name fragment (default: $IMAGECL_DEVICE, else the first GPU)")
     run.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json")
+    run.add_argument("--timeout", type=_seconds, default=60.0,
+                     help="seconds the run (upload, kernel, download) may take before it is stopped (default 60)")
 
     space = sub.add_parser("space", help="print a program's tuning space on a device")
     space.add_argument("file")
@@ -97,7 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--configs", metavar="FILE", help="a JSON file with a list of configurations")
     meas.add_argument("--seed", type=int, default=0, help="seed for --random and for the random inputs")
     meas.add_argument("--db", required=True, help="SQLite results database (created if missing)")
-    meas.add_argument("--timeout", type=float, default=60.0, help="seconds per configuration before the watchdog")
+    meas.add_argument("--timeout", type=_seconds, default=60.0,
+                      help="seconds per configuration before the watchdog (default 60); timeouts stored with a "
+                           "smaller limit are measured again")
 
     res = sub.add_parser("results", help="list what a results database holds")
     res.add_argument("--db", required=True)
@@ -167,12 +189,40 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _read_source(path: str) -> str:
     p = Path(path)
-    if not p.is_file():
-        raise ImageCLError(f"{path}: no such file" if not p.exists() else f"{path}: not a file")
     try:
-        return p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImageCLError(f"{path}: cannot read ({exc})") from None
+        if not p.is_file():
+            raise ImageCLError(f"{path}: no such file" if not p.exists() else f"{path}: not a file")
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ImageCLError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return decode_source(data, path)
+
+
+def _input_files(assignments: Sequence[str], *others: Optional[str]) -> list[str]:
+    """The files a command reads: NAME=PATH values that are files, and `others` (source, --config @file)."""
+    files = [o for o in others if o]
+    for assignment in assignments:
+        value = assignment.split("=", 1)[-1].strip()
+        try:
+            if value and Path(value).is_file():
+                files.append(value)
+        except OSError:
+            pass
+    return files
+
+
+def _output_folder(path: str, read: Sequence[str]) -> Path:
+    """tune's -o DIR: made if missing, parents included, and said so (a mistyped path shows)."""
+    created: list[Path] = []
+    out = output_folder(path, read, created=created)
+    if created:
+        print("note: created the folder" + ("s " if len(created) > 1 else " ") + ", ".join(map(str, created)),
+              file=sys.stderr)
+    return out
+
+
+def _config_file(text: Optional[str]) -> Optional[str]:
+    return text[1:] if text and text.startswith("@") else None
 
 
 def _load(path: str):
@@ -214,7 +264,12 @@ def _run(args) -> int:
     for name in saves:
         if name not in info.outputs:
             raise ArgumentError(f"'{name}' is not an output of '{program.name}' (outputs: {', '.join(info.outputs)})")
-    outputs, seconds = program.run(values, device=args.device, config=_parse_config(args.config))
+    read = _input_files(args.assignments, args.file, _config_file(args.config))
+    for name, path in saves.items():
+        check_output(path, read, f"output '{name}'")
+    check_distinct(saves.values())
+    outputs, seconds = program.run(values, device=args.device, config=_parse_config(args.config),
+                                   timeout=args.timeout)
     for name, out in outputs.items():
         if name in saves:
             write_array(saves[name], out)
@@ -308,9 +363,11 @@ class _Progress:
 def _synthetic_inputs(program, shape, args) -> dict:
     """The program's arguments for a grid of `shape`: NAME=FILE/VALUE assignments given on the
     command line, random images (seeded) and 1 for the scalars that were not (with a note)."""
+    from .runtime.devices import select_device
     from .runtime.synthetic import synthetic_arguments
 
-    arguments, defaulted = synthetic_arguments(program, shape, _inputs(program, args.assignments), seed=args.seed)
+    arguments, defaulted = synthetic_arguments(program, shape, _inputs(program, args.assignments), seed=args.seed,
+                                               device=select_device(args.device))
     for name in defaulted:
         print(f"note: scalar '{name}' not given; using 1 (pass {name}=VALUE)", file=sys.stderr)
     return arguments
@@ -339,21 +396,24 @@ def _measure(args) -> int:
             raise ArgumentError(f"{args.configs}: not valid JSON ({exc})") from None
         if not isinstance(configs, list) or not all(isinstance(c, dict) for c in configs):
             raise ArgumentError(f"{args.configs}: expected a JSON list of configurations (objects)")
+    check_output(args.db, _input_files(args.assignments, args.file, args.configs), "the database")
     with Store(args.db) as store:
         summary = measure(program, arguments, configs, store, device=args.device,
                           options=MeasureOptions(timeout=args.timeout), progress=_Progress())
+    for note in summary.notes:
+        print(f"note: {note}", file=sys.stderr)
     print(summary.describe())
     return 0
 
 
 def _tune(args) -> int:
     from . import tuned
-    from .export import export_tuned
+    from .export import export_tuned, tuned_file_names
     from .runtime.devices import select_device
     from .tuner.engine import MeasureOptions, Measurer
     from .tuner.live import LiveProblem, confirm_best, size_context, store_messages, store_options
     from .tuner.simulate import SimulationError, resolve_strategy
-    from .tuner.store import Store
+    from .tuner.store import Store, canonical_config
 
     import numpy as np
 
@@ -367,8 +427,13 @@ def _tune(args) -> int:
         raise ArgumentError(str(exc)) from None
     arguments = _synthetic_inputs(program, shape, args)
     device = select_device(args.device)
-    out = Path(args.output)
+    # every output is checked before the search, not after it
+    read = _input_files(args.assignments, args.file)
+    out = _output_folder(args.output, read)
     db = Path(args.db) if args.db else out / "measurements.db"
+    check_output(db, read, "the database")
+    for filename in tuned_file_names(program.name):
+        check_output(out / filename, read + database_files(db), "a tuned kernel's file")
     progress = _Progress()
     space = program.space_for(device, shape)
     print(f"tuning '{program.name}' on {device.name.strip()} for {args.size}: {space.size:,} configurations, "
@@ -376,6 +441,8 @@ def _tune(args) -> int:
     with Store(db) as store, Measurer(program, arguments, store, device,
                                       MeasureOptions(timeout=args.timeout, prebuild=False)) as measurer:
         naive = measurer.measure([space.defaults])  # the baseline the result is compared with
+        for note in naive.notes:
+            print(f"note: {note}", file=sys.stderr)
         from .tuner.engine import Summary
 
         live = Summary()
@@ -395,22 +462,34 @@ def _tune(args) -> int:
             print(line, file=sys.stderr)
         options = taken.options
         result = strategy(problem, args.budget, np.random.default_rng(args.seed), **options)
-        if result.best_config is None:
-            raise ImageCLError("no configuration could be measured successfully; see 'imagecl results --db "
-                               f"{db}' for the failures")
-        best_config, best_time, confirmed = confirm_best(measurer, result.history, top=args.confirm)
+        history = list(result.history)
+        default_time = problem.known.get(canonical_config(space.complete(space.defaults)))
+        if result.best_config is None and default_time is not None:
+            # the search's picks all failed (timed out, say), but the default configuration ran
+            print(f"note: none of the {result.evaluations} configurations the search measured ran successfully; "
+                  "keeping the default configuration", file=sys.stderr)
+            history.append((dict(space.defaults), default_time))
+        elif result.best_config is None:
+            raise ImageCLError("no configuration could be measured successfully, the default configuration "
+                               f"included; see 'imagecl results --db {db}' for the failures")
+        best_config, best_time, confirmed = confirm_best(measurer, history, top=args.confirm)
     best = space.complete(best_config)
     predicted = result.info.get("predicted_seconds") if best_config == result.best_config else None
-    paths = export_tuned(program, best, out, device, shape, measured=best_time, predicted=predicted)
+    paths = export_tuned(program, best, out, device, shape, measured=best_time, predicted=predicted,
+                         inputs=read + database_files(db))
     tuned.record(program.info.unit.source, device, best, shape, best_time)
-    naive_time = naive.best_time
+    naive_time = default_time
     if confirmed["confirmed"]:
         print(f"confirmed: the {confirmed['confirmed']} fastest timed again with 15 launches each, in 5 rounds "
               "that take them in turn "
               f"(the search's best: {confirmed['search_best_seconds'] * 1e3:.4f} ms)", file=sys.stderr)
-    print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements"
-          + (f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / best_time:.2f}x)"
-             if naive_time else ""))
+    if best == space.complete(space.defaults):
+        compared = " (the default configuration)"  # its earlier, shorter timing is no baseline for itself
+    elif naive_time:
+        compared = f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / best_time:.2f}x)"
+    else:
+        compared = ""
+    print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements{compared}")
     print(f"configuration: {json.dumps(best)}")
     print("wrote " + ", ".join(str(p) for p in paths))
     print(f"measurements in {db}; imagecl.load('{args.file}') now uses this configuration on this device")
@@ -420,7 +499,7 @@ def _tune(args) -> int:
 def _tune_kernel(args) -> int:
     import runpy
 
-    from .tuner.kernel import TunableKernel
+    from .tuner.kernel import TunableKernel, saved_file_names
     from .tuner.live import store_messages
 
     _read_source(args.spec)
@@ -436,13 +515,17 @@ def _tune_kernel(args) -> int:
     if not isinstance(kernel, TunableKernel):
         raise ImageCLError(f"{args.spec} must define `kernel`, a TunableKernel"
                            + (f" (it is a {type(kernel).__name__})" if kernel is not None else ""))
-    out = Path(args.output)
+    read = [args.spec] + ([kernel.filename] if kernel.filename != "<string>" else [])
+    out = _output_folder(args.output, read)
     db = Path(args.db) if args.db else out / "measurements.db"
+    check_output(db, read, "the database")
+    for filename in saved_file_names(kernel.kernel_name):
+        check_output(out / filename, read + database_files(db), "a tuned kernel's file")
     result = kernel.tune(device=args.device, strategy=args.strategy, budget=args.budget, store=db, seed=args.seed,
                          timeout=args.timeout, confirm=args.confirm, transfer=not args.no_transfer)
     for line in store_messages(result.info, db):
         print(line, file=sys.stderr)
-    paths = result.save(out)
+    paths = result.save(out, inputs=read + database_files(db))
     print(f"best: {result.best_time * 1e3:.4f} ms after {result.evaluations} measurements ({result.statuses})")
     print(f"configuration: {json.dumps(result.best_config)}; global {result.global_size}, local {result.local_size}")
     print("wrote " + ", ".join(str(p) for p in paths) + f"; measurements in {db}")
@@ -482,7 +565,7 @@ def _db_records(db: str):
     from .tuner.problem import parameters_from_keys
     from .tuner.store import Store
 
-    with Store(db) as store:
+    with Store(db, readonly=True) as store:
         runs = store.runs()
         if not runs:
             raise ImageCLError(f"{db}: no measurements")
@@ -510,8 +593,7 @@ def _db_to_cache(db: str, path: Path) -> str:
 def _export(args) -> int:
     from .tuner.formats import write_kernel_tuner_cache, write_t4
 
-    if not Path(args.db).exists():
-        raise ImageCLError(f"{args.db}: no such results database")
+    check_output(args.output, database_files(args.db))
     run, params, measurements = _db_records(args.db)
     try:
         if args.format == "kernel_tuner":
@@ -520,17 +602,21 @@ def _export(args) -> int:
             write_t4(args.output, params, measurements)
     except OSError as exc:
         raise ImageCLError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
-    print(f"wrote {len(measurements)} measurements of '{run.program_name}' on {run.device} ({run.problem_size}) "
+    print(f"wrote {len(measurements)} measurements of '{terminal(run.program_name)}' on {terminal(run.device)} "
+          f"({terminal(run.problem_size)}) "
           f"to {args.output}")
     return 0
 
 
 def _import(args) -> int:
     """Other tools' measurements into our store, so `results`, `simulate` and `export` see them.
-    Without our program's source, they are filed under the file's name and metadata."""
-    from .tuner.formats import FormatError, load_json, read_measurements
+    Without our program's source, they are filed under the file's name and metadata. Only what
+    was measured goes in: every entry left out is counted with its reason."""
+    from .tuner.formats import FormatError, load_json
+    from .tuner.importing import plan_import
     from .tuner.store import Record, RunKey, Store, text_hash
 
+    check_output(args.db, [args.file], "the database")
     try:
         meta = load_json(args.file, closing=True)  # read once: the measurements and their metadata
     except FormatError as exc:
@@ -538,28 +624,33 @@ def _import(args) -> int:
     if not isinstance(meta, dict):
         raise ImageCLError(f"{args.file}: neither a Kernel Tuner cache nor a T4 file (not a JSON object)")
     try:
-        params, records = read_measurements(meta)
+        plan = plan_import(meta)
     except FormatError as exc:
         raise ImageCLError(f"{args.file}: {exc}") from None
+    skipped = sum(plan.skipped.values())
+    if not plan.measurements:
+        raise ImageCLError(f"{args.file}: nothing to import" + (f"; skipped {skipped}: {plan.describe_skipped()}"
+                                                                 if skipped else " (no measurements)"))
     name = args.program or str(meta.get("kernel_name") or Path(args.file).stem)
     run = RunKey(text_hash(f"imported:{Path(args.file).resolve()}"), name, str(meta.get("device_name", "unknown")),
                  "imported", str(meta.get("problem_size", "unknown")))
     with Store(args.db) as store:
-        for key, seconds in records.items():
-            config = {p.name: p.label(v) if isinstance(p.label(v), int) else int(v) for p, v in zip(params, key)}
+        for config, seconds in plan.configs():
             store.add(run, Record(config, "ok" if seconds is not None else "error", seconds,
                                   [seconds] if seconds is not None else [], error=None if seconds is not None
                                   else "failed in the imported file"))
-    print(f"stored {len(records)} measurements of '{name}' from {args.file} in {args.db}")
+    print(f"stored {len(plan.measurements)} measurements of '{terminal(name)}' from {args.file} in {args.db}")
+    if plan.merged:
+        print(f"merged {plan.merged} repeated measurements of a configuration (the fastest kept)")
+    if skipped:
+        print(f"skipped {skipped}: {plan.describe_skipped()}")
     return 0
 
 
 def _results(args) -> int:
     from .tuner.store import Store
 
-    if not Path(args.db).exists():
-        raise ImageCLError(f"{args.db}: no such results database")
-    with Store(args.db) as store:
+    with Store(args.db, readonly=True) as store:
         records = list(store.records())
     if args.json:
         print(json.dumps([r.to_json() for r in records], indent=1))
@@ -575,7 +666,7 @@ def _results(args) -> int:
         statuses = {}
         for r in rs:
             statuses[r.status] = statuses.get(r.status, 0) + 1
-        print(f"{name} on {device}, size {size}: {len(rs)} records "
+        print(f"{terminal(name)} on {terminal(device)}, size {terminal(size)}: {len(rs)} records "
               f"({', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))})")
         for r in sorted(ok, key=lambda r: r.time)[:5]:
             print(f"  {r.time * 1e3:10.4f} ms  {json.dumps(r.config)}")
@@ -632,10 +723,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             program = _load(args.file)
             source = program.opencl_source(_parse_config(args.config), device=args.device)
             if args.output:
-                try:
-                    Path(args.output).write_text(source)
-                except OSError as exc:
-                    raise ImageCLError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
+                check_output(args.output, [args.file, _config_file(args.config)])
+                write_atomic(args.output, source)
             else:
                 sys.stdout.write(source)
             return 0
@@ -675,13 +764,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("imagecl: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        if exc.errno not in (errno.ENAMETOOLONG, errno.ELOOP):
+            return _internal_error(exc)
+        print(f"imagecl: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)  # a path a user gave
+        return 1
     except Exception as exc:  # a bug in imagecl, not a user mistake
-        if os.environ.get("IMAGECL_DEBUG"):
-            traceback.print_exc()
-        print(f"imagecl: internal error: {type(exc).__name__}: {exc}\n"
-              "(this is a bug in imagecl; rerun with IMAGECL_DEBUG=1 for details and report it)", file=sys.stderr)
-        return 2
+        return _internal_error(exc)
     return 0  # pragma: no cover
+
+
+def _internal_error(exc: BaseException) -> int:
+    if os.environ.get("IMAGECL_DEBUG"):
+        traceback.print_exc()
+    print(f"imagecl: internal error: {type(exc).__name__}: {exc}\n"
+          "(this is a bug in imagecl; rerun with IMAGECL_DEBUG=1 for details and report it)", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

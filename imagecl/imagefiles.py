@@ -55,32 +55,44 @@ def read_array(path: str | Path, dtype: np.dtype, channels: int = 0) -> np.ndarr
 
 
 def write_array(path: str | Path, array: np.ndarray) -> None:
+    """Save `array` at `path` (replaced atomically; its folder must exist)."""
+    from .outputs import OutputError, atomic_file, check_output
+
     p = Path(path)
     suffix = p.suffix.lower()
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if suffix == ".npy":
-            np.save(p, array)
-            return
-        if suffix not in IMAGE_SUFFIXES:
-            raise ArgumentError(f"{p}: unsupported file type '{suffix}' (use .npy, .png, .tif, .jpg or .bmp)")
-        from PIL import Image
+        check_output(p)
+    except OutputError as exc:
+        raise ArgumentError(str(exc)) from None
+    if suffix == ".npy":
+        with atomic_file(p) as f:
+            np.save(f, array)
+        return
+    if suffix not in IMAGE_SUFFIXES:
+        raise ArgumentError(f"{p}: unsupported file type '{suffix}' (use .npy, .png, .tif, .jpg or .bmp)")
+    from PIL import Image
 
-        data = array
-        if array.ndim == 3 and array.shape[-1] != 4:
-            raise ArgumentError(f"{p}: a {array.ndim}-D volume cannot be written as an image; use .npy")
-        if array.ndim not in (2, 3):
-            raise ArgumentError(f"{p}: cannot write an array of shape {array.shape} as an image; use .npy")
-        if data.dtype.kind == "f":
-            if suffix in (".tif", ".tiff") and data.ndim == 2:
-                Image.fromarray(data.astype(np.float32), mode="F").save(p)
-                return
+    data = array
+    if array.ndim == 3 and array.shape[-1] != 4:
+        raise ArgumentError(f"{p}: a {array.ndim}-D volume cannot be written as an image; use .npy")
+    if array.ndim not in (2, 3):
+        raise ArgumentError(f"{p}: cannot write an array of shape {array.shape} as an image; use .npy")
+    if data.dtype.kind == "f":
+        if suffix in (".tif", ".tiff") and data.ndim == 2:
+            image = Image.fromarray(data.astype(np.float32), mode="F")
+        else:
             data = (np.clip(data, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-        elif data.dtype not in (np.uint8, np.uint16) or (data.dtype == np.uint16 and data.ndim == 3):
+            image = Image.fromarray(data)
+    else:
+        if data.dtype not in (np.uint8, np.uint16) or (data.dtype == np.uint16 and data.ndim == 3):
             if data.min() < 0 or data.max() > 255:
                 raise ArgumentError(f"{p}: values of {array.dtype} range [{data.min()}, {data.max()}] do not fit an "
                                     "8-bit image; use .npy or .tif")
             data = data.astype(np.uint8)
-        Image.fromarray(data).save(p)
-    except OSError as exc:
-        raise ArgumentError(f"{p}: cannot write ({exc.strerror or exc})") from None
+        image = Image.fromarray(data)
+    image_format = Image.registered_extensions().get(suffix)
+    try:
+        with atomic_file(p) as f:
+            image.save(f, format=image_format)
+    except (OSError, ValueError) as exc:  # e.g. a mode the format cannot hold
+        raise ArgumentError(f"{p}: cannot write ({getattr(exc, 'strerror', None) or exc})") from None

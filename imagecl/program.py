@@ -11,11 +11,13 @@ import numpy as np
 from .codegen.variant import VariantPlan, generate, kernel_args, launch_geometry, local_images, tile_bytes_at_launch
 from .errors import ConfigError, ImageCLError
 from .frontend.parser import parse
+from .frontend.source import decode_source
 from .passes.footprint import AccessAnalysis
 from .passes.semantic import ProgramInfo, analyse
 from .runtime import launcher
 from .runtime.arguments import PreparedArgs, prepare
 from .runtime.devices import select_device
+from .runtime.memory import check_device, prepared_buffers
 from .space import DeviceLimits, Space, TunableScope, analyses_per_tunables, build_space
 
 
@@ -125,22 +127,36 @@ class Program:
 
     # ---- running ----------------------------------------------------------------------------------
     def __call__(self, device: Any = None, config: Optional[Mapping[str, Any]] = None,
-                 **arguments: Any) -> dict[str, np.ndarray]:
-        outputs, _ = self.run(arguments, device=device, config=config)
+                 timeout: Optional[float] = None, **arguments: Any) -> dict[str, np.ndarray]:
+        outputs, _ = self.run(arguments, device=device, config=config, timeout=timeout)
         return outputs
 
-    def run(self, arguments: Mapping[str, Any], device: Any = None,
-            config: Optional[Mapping[str, Any]] = None) -> tuple[dict[str, np.ndarray], float]:
-        """Run once; returns the written arrays and the kernel's time in seconds (profiling events)."""
+    def run(self, arguments: Mapping[str, Any], device: Any = None, config: Optional[Mapping[str, Any]] = None,
+            timeout: Optional[float] = None) -> tuple[dict[str, np.ndarray], float]:
+        """Run once; returns the written arrays and the kernel's time in seconds (profiling events).
+        With a `timeout` (seconds) the run goes to a child process that is stopped, with an
+        ExecutionError, when the upload, kernel and download take longer (starting it and
+        building the kernel are not counted); without one it runs here, and a kernel that never
+        ends blocks the caller."""
+        if timeout is not None:
+            from .runtime.isolated import check_timeout
+
+            timeout = check_timeout(timeout)
         cl_device = select_device(device)
         prepared = prepare(self.info, dict(arguments))
+        check_device(prepared_buffers(self.info, prepared.arrays), cl_device)
         space = self.space_for_limits(DeviceLimits.of(cl_device), prepared.grid_shape)
         if config is None:
             config = self.tuned_config(cl_device, space)
         if config is None:
             plan = VariantPlan.naive(self.info)
         else:
-            plan = VariantPlan.from_config(self.info, space.complete(config))
+            config = space.complete(config)
+            plan = VariantPlan.from_config(self.info, config)
+        if timeout is not None:
+            from .runtime.isolated import run_isolated
+
+            return run_isolated(self, prepared, cl_device, config, timeout)
         source = self.source_of(plan)
         program = launcher.build(cl_device, source)
         launch = self.launch_for(plan, prepared)
@@ -195,9 +211,9 @@ def load(path: str | Path) -> Program:
     """Read and check a `.icl` file."""
     p = Path(path)
     try:
-        text = p.read_text()
+        data = p.read_bytes()
     except FileNotFoundError:
         raise ImageCLError(f"{p}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+    except (IsADirectoryError, PermissionError) as exc:
         raise ImageCLError(f"{p}: cannot read the program ({exc.__class__.__name__}: {exc})") from None
-    return compile(text, str(path))
+    return compile(decode_source(data, str(path)), str(path))

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import numpy as np
 
 from .errors import ConfigError, suggestion_suffix
+from .parameters import generated_parameter
 from .ir import types as ty
 from .passes.footprint import (DYNAMIC_UNROLL_FACTORS, AccessAnalysis, analyse_accesses, array_bytes,
                                image_compatible_array, small_read_only_array, tile_bytes as footprint_tile_bytes)
@@ -377,6 +378,9 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
     constraints.extend(fast_constraints)
     defaults.update({p.name: 0 for p in fast_params})
 
+    minted = [p.name for p in params if not generated_parameter(p.name)]
+    if minted:  # the checker rejects tunables named like these (imagecl/parameters.py)
+        raise AssertionError(f"tuning parameters {minted} are outside imagecl.parameters.GENERATED_PARAMETERS")
     for name, values in info.tunables.items():
         params.append(Parameter(name, list(values), "tunable", "application-specific (#pragma imcl tunable)"))
         defaults[name] = values[0]

@@ -4,9 +4,12 @@
   measured together, after one build; sources are built ahead, in parallel processes, into the
   on-disk build cache.
 - Launches run in a worker process (worker.py). A variant that hangs is stopped by a watchdog
-  (the worker is killed and replaced) and recorded as a timeout; a worker that dies is recorded
-  as a crash; the run goes on.
-- Every result is committed to the store as it arrives; a restarted run skips what is stored.
+  (the worker is killed and replaced) and recorded as a timeout, with the timeout it had; a
+  worker that dies is recorded as a crash; the run goes on. The reference's run, when a worker
+  starts, is under the same watchdog: one that hangs is replaced by another (a program's naive
+  variant with other `tunable` values), and when none finishes the run stops with an error.
+- Every result is committed to the store as it arrives; a restarted run skips what is stored,
+  except timeouts recorded with less time than it allows, which are measured again.
 """
 from __future__ import annotations
 
@@ -19,10 +22,11 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..errors import ConfigError, ImageCLError
+from ..runtime.isolated import check_timeout
 from ..runtime.timing import Timing
 from .buildcache import BuildCache, prebuild
 from .spawn import main_module_hidden
-from .store import Record, Store, canonical_config, text_hash
+from .store import Record, Store, canonical_config, settled, text_hash
 from .target import ProgramTarget, Target, run_key  # noqa: F401 - run_key: part of this module's API
 from .worker import worker_main
 
@@ -38,6 +42,9 @@ class MeasureOptions:
     prebuild: bool = True
     deadline: Optional[float] = None  # seconds for the whole call; stops cleanly after the result in flight
 
+    def __post_init__(self) -> None:
+        self.timeout = check_timeout(self.timeout)
+
 
 @dataclass
 class Summary:
@@ -51,6 +58,7 @@ class Summary:
     build_seconds: float = 0.0
     sources: int = 0
     stopped_early: bool = False  # the deadline passed before every configuration was measured
+    notes: list = field(default_factory=list)  # what the user should know (a reference replaced)
 
     @property
     def per_second(self) -> float:
@@ -65,6 +73,15 @@ class Summary:
                 f"{self.build_seconds:.1f} s building); {best}")
 
 
+# a worker's start up to its reference (Python, pyopencl, the program, the upload and the build
+# of the reference) may take this long whatever the timeout: it is not the variants' time
+_START_SECONDS = 120.0
+
+
+class ReferenceTimeout(ImageCLError):
+    """The reference did not finish within the timeout when a worker started."""
+
+
 class _Worker:
     """A worker process and its pipe; replaced whenever it hangs or dies."""
 
@@ -73,7 +90,20 @@ class _Worker:
         self.process = None
         self.conn = None
 
+    def _receive(self, seconds: float) -> Optional[dict]:
+        """The worker's next message, or None if none came within `seconds`."""
+        if not self.conn.poll(seconds):
+            return None
+        try:
+            return self.conn.recv()
+        except EOFError:
+            code = self.process.exitcode if self.process is not None else None
+            self.stop()
+            raise ImageCLError(f"the measurement worker died while starting (exit code {code}): the reference "
+                               "crashed the driver?") from None
+
     def start(self, timeout: float) -> None:
+        """Start a worker; its reference's run gets `timeout` seconds (ReferenceTimeout after)."""
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         self.process = ctx.Process(target=worker_main, args=(child, self.setup), daemon=True)
@@ -81,14 +111,16 @@ class _Worker:
             self.process.start()
         child.close()
         self.conn = parent
-        if not parent.poll(timeout):
+        hello = self._receive(max(timeout, _START_SECONDS))
+        if hello is None:
             self.stop()
-            raise ImageCLError(f"the measurement worker did not start within {timeout:.0f} s")
-        try:
-            hello = parent.recv()
-        except EOFError:
-            self.stop()
-            raise ImageCLError("the measurement worker died while starting (the naive variant crashed?)") from None
+            raise ImageCLError(f"the measurement worker did not start within {max(timeout, _START_SECONDS):g} s")
+        if hello.get("built"):
+            hello = self._receive(timeout)
+            if hello is None:
+                self.stop()
+                raise ReferenceTimeout(f"the reference every variant is checked against did not finish within "
+                                       f"{timeout:g} s when the measurement worker started")
         if not hello.get("ready"):
             self.stop()
             raise ImageCLError(f"the measurement worker could not start: {hello.get('error')}")
@@ -108,14 +140,14 @@ class _Worker:
         pending = list(configs)
         while pending:
             if self.process is None:
-                self.start(max(timeout, 120.0))
+                self.start(timeout)
             try:
                 self.conn.send({"configs": pending, "repeats": repeats})
                 while pending:
                     if not self.conn.poll(timeout):
                         self.stop()
-                        yield {"config": pending.pop(0), "status": "timeout", "time": None,
-                               "error": f"no result within {timeout:.0f} s: the kernel hung or ran too long; the "
+                        yield {"config": pending.pop(0), "status": "timeout", "time": None, "limit": timeout,
+                               "error": f"no result within {timeout:g} s: the kernel hung or ran too long; the "
                                         "worker was killed and restarted"}
                         break
                     result = self.conn.recv()
@@ -149,6 +181,7 @@ class Measurer:
         self.run = self.target.run
         self.space = self.target.space
         self.cache = BuildCache(self.options.cache_dir)
+        self.notes: list[str] = []
         self.worker = _Worker({**self.target.worker_setup(), "device_index": self.device_index,
                                "cache_dir": str(self.cache.directory), "repeats": self.options.repeats,
                                "max_repeats": self.options.max_repeats, "max_spread": self.options.max_spread})
@@ -162,6 +195,47 @@ class Measurer:
     def close(self) -> None:
         self.worker.stop()
 
+    # at most this many references are tried (each that hangs costs a timeout)
+    REFERENCE_TRIES = 3
+
+    def _start_worker(self, configs: list[dict]) -> None:
+        """Start the worker unless it runs, with the first reference that finishes within the
+        timeout (see Target.reference_candidates); a clear error when none does."""
+        if self.worker.process is not None:
+            return
+        if "reference_tunables" in self.worker.setup:  # chosen by an earlier start: keep it
+            self.worker.start(self.options.timeout)
+            return
+        timeout = self.options.timeout
+        candidates = self.target.reference_candidates(configs, self.REFERENCE_TRIES)
+        hung = []
+        for candidate in candidates:
+            self.worker.setup["reference_tunables"] = candidate
+            try:
+                self.worker.start(timeout)
+            except ReferenceTimeout:
+                hung.append(candidate)
+                continue
+            if hung:
+                self.notes.append(
+                    f"{self._references(hung)} (the reference every variant is checked against) did not finish "
+                    f"within {timeout:g} s; variants are checked against "
+                    f"{self.target.describe_reference(candidate)} instead")
+            return
+        del self.worker.setup["reference_tunables"]
+        raise ImageCLError(
+            f"{self._references(hung)}, the reference every variant is checked against, did not finish within "
+            f"{timeout:g} s: it hangs or needs more time (a larger --timeout); nothing was measured")
+
+    def _references(self, candidates: list) -> str:
+        names = [self.target.describe_reference(c) for c in candidates]
+        return names[0] if len(names) == 1 else "neither " + " nor ".join(names)
+
+    def settled(self, record: Record) -> bool:
+        """Whether a stored record stands for this run: any result but a timeout recorded with a
+        smaller limit than this run's (or with none), which is measured again."""
+        return settled(record, self.options.timeout)
+
     def stored(self, key: Optional[str] = None) -> dict[str, Record]:
         """What the store already holds for this program, device, driver and problem size (only
         the configuration with canonical key `key`, if given)."""
@@ -173,7 +247,7 @@ class Measurer:
         options, store, run, space, target = self.options, self.store, self.run, self.space, self.target
         summary = Summary(total=len(configs))
         start = time.time()
-        done = store.done_keys(run)
+        done = store.done_keys(run, options.timeout)
         groups: dict[str, list[dict]] = {}
         seen = set()
         for config in configs:
@@ -202,6 +276,9 @@ class Measurer:
             summary.build_seconds = time.time() - t
 
         todo = sum(len(g) for g in groups.values())
+        if groups:
+            self._start_worker([c for g in groups.values() for c in g])
+        summary.notes = list(self.notes)
         for source_key, group in groups.items():
             if options.deadline is not None and time.time() - start > options.deadline:
                 summary.stopped_early = True
@@ -212,7 +289,7 @@ class Measurer:
                 config = result["config"]
                 record = Record(config, result["status"], result.get("time"), result.get("times", []),
                                 result.get("spread"), result.get("error"), bool(result.get("verified")),
-                                source_hash)
+                                source_hash, limit=result.get("limit"))
                 store.add(run, record)
                 summary.measured += 1
                 summary.statuses[record.status] += 1
@@ -255,6 +332,8 @@ class Measurer:
         launches: dict[str, list[float]] = {}
         failed: set[str] = set()
         order = list(groups.values())
+        if order:
+            self._start_worker([c for g in order for c in g])
         for index, share in interleaved_rounds(len(order), repeats, rounds):
             for result in self.worker.measure_group(order[index], self.options.timeout, repeats=share):
                 key = canonical_config(result["config"])

@@ -55,6 +55,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
+from ..outputs import write_atomic
 from .problem import Key, Parameter
 
 Records = dict[Key, Optional[float]]
@@ -85,7 +86,7 @@ def read_text(path: PathLike) -> str:
 def write_text(path: PathLike, text: str) -> None:
     """Write `text`, gzipped when the name ends in `.gz`."""
     data = text.encode("utf-8")
-    Path(path).write_bytes(gzip.compress(data, mtime=0) if str(path).endswith(".gz") else data)
+    write_atomic(path, gzip.compress(data, mtime=0) if str(path).endswith(".gz") else data)
 
 
 def load_json(source: Union[PathLike, Mapping[str, Any]], closing: bool = False) -> Any:
@@ -101,16 +102,37 @@ def load_json(source: Union[PathLike, Mapping[str, Any]], closing: bool = False)
     except (OSError, UnicodeDecodeError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
         raise FormatError(f"{path}: cannot read ({e})") from None
     try:
-        return json.loads(text)
+        return _parse(text, path)
     except json.JSONDecodeError as e:
         if closing:
             fixed = _close_kernel_tuner_cache(text)
             if fixed is not None:
                 try:
-                    return json.loads(fixed)
+                    return _parse(fixed, path)
                 except json.JSONDecodeError:
                     pass
         raise FormatError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when a key repeats: which of the values was meant is unknowable,
+    and json.loads would silently keep the last."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise FormatError(f"the key {key!r} appears twice in one object; which value is meant is ambiguous, "
+                              "so nothing is read")
+        result[key] = value
+    return result
+
+
+def _parse(text: str, path: Path) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except FormatError as e:
+        raise FormatError(f"{path}: {e}") from None
+    except RecursionError:
+        raise FormatError(f"{path}: JSON nested too deeply to be a measurement file") from None
 
 
 def _close_kernel_tuner_cache(text: str) -> Optional[str]:

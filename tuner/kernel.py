@@ -32,6 +32,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..errors import ArgumentError, ConfigError, ImageCLError, suggestion_suffix
+from ..escape import UnsafeNameError, c_identifier, file_component
+from ..outputs import check_output, output_folder, write_atomic
 from .clsig import kernel_signatures
 from .kernelrun import build_input
 from .kernelspace import SizeRules, UserConstraint, build_kernel_space, explain_empty
@@ -117,6 +119,10 @@ class KernelTarget(Target):
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
         return build_input(self.kernel.source, self.kernel.build_options, self.kernel._defines(), config)
 
+    def describe_reference(self, candidate: Optional[dict]) -> str:
+        spec = (self.kernel._reference or {}).get("kernel") if self.verify else None
+        return f"the reference kernel '{spec['kernel_name']}'" if spec else "the reference"
+
     def worker_setup(self) -> dict:
         k = self.kernel
         return {"kind": "kernel", "source": k.source, "kernel_name": k.kernel_name, "build_options": k.build_options,
@@ -151,14 +157,23 @@ class KernelTuneResult:
                 "build_options": self.build_options, "evaluations": self.evaluations, "strategy": self.strategy,
                 "device": self.device, "statuses": self.statuses}
 
-    def save(self, directory: Union[str, os.PathLike]) -> tuple[Path, Path]:
-        """Write <kernel>.cl (the source with the #defines) and <kernel>.json (sizes, configuration)."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        cl_path, json_path = out / f"{self.kernel_name}.cl", out / f"{self.kernel_name}.json"
-        cl_path.write_text(self.source)
-        json_path.write_text(json.dumps({**self.to_json(), "source": cl_path.name}, indent=2) + "\n")
+    def save(self, directory: Union[str, os.PathLike], inputs: Sequence[Union[str, os.PathLike]] = ()) \
+            -> tuple[Path, Path]:
+        """Write <kernel>.cl (the source with the #defines) and <kernel>.json (sizes, configuration)
+        into `directory` (created if missing, in an existing folder), each atomically; neither may
+        be one of `inputs`."""
+        out = output_folder(directory)
+        cl_path, json_path = (check_output(out / name, inputs, "a tuned kernel's file")
+                              for name in saved_file_names(self.kernel_name))
+        write_atomic(cl_path, self.source)
+        write_atomic(json_path, json.dumps({**self.to_json(), "source": cl_path.name}, indent=2) + "\n")
         return cl_path, json_path
+
+
+def saved_file_names(kernel_name: str) -> tuple[str, str]:
+    """The files KernelTuneResult.save writes for a kernel."""
+    name = file_component(c_identifier(kernel_name, "the kernel's name"), "a tuned kernel's file name")
+    return f"{name}.cl", f"{name}.json"
 
 
 class TunableKernel:
@@ -167,7 +182,10 @@ class TunableKernel:
     def __init__(self, source: Union[str, os.PathLike], kernel_name: str, global_size: Any,
                  local_size: Any = None, build_options: Sequence[str] = ()) -> None:
         self.source, self.filename = _read_source(source)
-        self.kernel_name = str(kernel_name)
+        try:  # it names the kernel in OpenCL and the files `save` writes
+            self.kernel_name = c_identifier(kernel_name, "the kernel's name")
+        except UnsafeNameError as exc:
+            raise KernelError(str(exc)) from None
         self.signatures = kernel_signatures(self.source)
         if self.signatures and self.kernel_name not in self.signatures:
             raise KernelError(f"{self.filename} has no kernel named '{kernel_name}'"
@@ -196,7 +214,7 @@ class TunableKernel:
     def add_parameter(self, name: str, values: Sequence[int], define: bool = True) -> None:
         """A tuning parameter; with `define` (the default) the kernel sees it as the macro NAME,
         else it only shapes the launch sizes (and configurations differing in it share a build)."""
-        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        if not isinstance(name, str) or not name.isascii() or not name.isidentifier() or keyword.iskeyword(name):
             raise KernelError(f"a parameter's name must be a C identifier, got {name!r}")
         if name in self.parameter_names:
             raise KernelError(f"parameter '{name}' is defined twice")
@@ -428,6 +446,9 @@ class TunableKernel:
             raise ArgumentError("set_reference_kernel: mark the kernel's outputs with Output(...) or InOut(...) "
                                 "in set_arguments")
         options = [str(o) for o in (build_options.split() if isinstance(build_options, str) else build_options)]
+        for k in defines or {}:  # each becomes one -D option: a space or '=' in a name would add options of its own
+            if not isinstance(k, str) or not k.isascii() or not k.isidentifier():
+                raise KernelError(f"set_reference_kernel: a define's name must be a C identifier, got {k!r}")
         options += [f"-D{k}={int(v)}" for k, v in (defines or {}).items()]
         self._reference = {"kernel": {"source": text, "kernel_name": str(kernel_name), "options": tuple(options),
                                       "global": glob, "local": local}}
@@ -509,10 +530,13 @@ class TunableKernel:
         device are measured first (`seeds`, their shared parameters only); `info["prior"]` and
         `info["transfer"]` say what was taken. A "prior" or "seeds" in `strategy_options` is
         used instead of the store's."""
+        from ..runtime.isolated import check_timeout
         from .engine import MeasureOptions, Measurer
         from .live import LiveProblem, confirm_best, size_context, store_options
         from .simulate import SimulationError, check_options, resolve_strategy
         from .store import Store
+
+        timeout = check_timeout(timeout)
 
         if self._reference is None and verify:
             raise ArgumentError("no reference to verify the variants against: call set_reference(...) or "

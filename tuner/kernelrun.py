@@ -9,7 +9,7 @@ unwritten too. Timing: runtime/timing.py's loop, as session.py's.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -27,7 +27,7 @@ def build_input(source: str, build_options: Sequence[str], defines: Sequence[str
 class KernelRunner:
     """Builds, launches, times and verifies configurations of one hand-written kernel."""
 
-    def __init__(self, setup: dict, device) -> None:
+    def __init__(self, setup: dict, device, on_built: Optional[Callable[[], None]] = None) -> None:
         import pyopencl as cl
 
         from ..runtime.devices import context_and_queue
@@ -51,6 +51,7 @@ class KernelRunner:
         self.outputs = [i for i, a in enumerate(self.args) if a["kind"] == "array" and a["role"] == "out"]
         self.inouts = [i for i, a in enumerate(self.args) if a["kind"] == "array" and a["role"] == "inout"]
         self.verifier = Verifier(device, self.tolerance)
+        self._on_built = on_built
         for i, (ref, unwritten) in self._reference(setup.get("reference")).items():
             self.verifier.add(i, f"argument {i}", self.buffers[i], ref, unwritten, poisoned=i in self.outputs)
 
@@ -67,6 +68,8 @@ class KernelRunner:
         built = launcher.build(self.device, spec["source"], spec["options"])
         kernel = self._kernel(built, spec["kernel_name"])
         local = None if spec["local"] is None else tuple(spec["local"])
+        if self._on_built is not None:
+            self._on_built()
 
         def run() -> None:
             self._restore(self.inouts)  # the reference sees every input's initial data

@@ -26,7 +26,8 @@ class LiveProblem(Problem):
         self.measurer = measurer
         self.on_measure = on_measure
         self.evaluations = 0
-        self.known = {k: r.time for k, r in measurer.stored().items()}
+        # a timeout with a smaller limit than this run's is measured again (Measurer.settled)
+        self.known = {k: r.time for k, r in measurer.stored().items() if measurer.settled(r)}
 
     def valid_mask(self, columns) -> np.ndarray:
         return self.space.valid_mask(columns)

@@ -14,7 +14,8 @@ repeats, strategies) is shared.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Protocol
+import dataclasses
+from typing import Any, Callable, Mapping, Optional, Protocol
 
 from ..space import Space
 from .store import RunKey, text_hash
@@ -36,6 +37,14 @@ class Target:
         'kind' names the runner (see `make_runner`)."""
         raise NotImplementedError
 
+    def reference_candidates(self, configs: list[dict], limit: int = 3) -> list[Optional[dict]]:
+        """The references to try, in order, should one not finish within the timeout (a
+        worker-setup 'reference_tunables' each; None: the target's only reference)."""
+        return [None]
+
+    def describe_reference(self, candidate: Optional[dict]) -> str:
+        return "the reference kernel"
+
 
 class Runner(Protocol):
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]: ...
@@ -55,10 +64,18 @@ class ProgramTarget(Target):
 
     def __init__(self, program, arguments: Mapping[str, Any], device) -> None:
         from ..runtime.arguments import prepare
+        from ..runtime.memory import check_device, prepared_buffers
 
         self.program = program
         self.device = device
         self.prepared = prepare(program.info, dict(arguments))
+        buffers = prepared_buffers(program.info, self.prepared.arrays)
+        # a measurement keeps two more copies of each written array on the device: its initial
+        # data, restored before every launch, and the reference (session.py, verify.py)
+        copies = [dataclasses.replace(b, label=f"{b.label} ({copy})")
+                  for b, name in zip(buffers, self.prepared.arrays) if program.info.arrays[name].is_written
+                  for copy in ("its initial data", "its reference")]
+        check_device(buffers + copies, device, "the arguments and the measurement's copies of the outputs")
         self.run = run_key(program, device, self.prepared.grid_shape)
         self.space = program.space_for(device, self.prepared.grid_shape)
 
@@ -69,18 +86,47 @@ class ProgramTarget(Target):
         return {"kind": "icl", "source": self.program.info.unit.source, "filename": self.program.filename,
                 "arguments": self.prepared.arrays | self.prepared.scalars}
 
+    def reference_candidates(self, configs: list[dict], limit: int = 3) -> list[Optional[dict]]:
+        """At most `limit` references: the naive variant with the tunables' first values, then
+        with those of the configurations to measure, then with any others. A program's
+        `tunable` values compute the same result by contract, so the naive variant with any of
+        them is a valid reference, and one whose first value never ends (a loop that a later
+        value avoids) need not block the others."""
+        import itertools
+
+        tunables = self.program.info.tunables
+        if not tunables:
+            return [None]
+        candidates = [{n: int(v[0]) for n, v in tunables.items()}]
+        others = (dict(zip(tunables, values)) for values in itertools.product(*tunables.values()))
+        for candidate in itertools.chain(({n: int(c.get(n, v[0])) for n, v in tunables.items()} for c in configs),
+                                         itertools.islice(others, 1000)):
+            if candidate not in candidates:
+                candidates.append(candidate)
+            if len(candidates) >= limit:
+                break
+        return candidates
+
+    def describe_reference(self, candidate: Optional[dict]) -> str:
+        values = ", ".join(f"{n}={v}" for n, v in sorted((candidate or {}).items()))
+        return f"the naive variant of '{self.program.name}'" + (f" with {values}" if values else "")
+
 
 class ProgramRunner:
     """The worker side of a ProgramTarget: a Session whose reference is the naive variant."""
 
-    def __init__(self, setup: dict, device) -> None:
+    def __init__(self, setup: dict, device, on_built: Optional[Callable[[], None]] = None) -> None:
         import imagecl
         from imagecl.runtime.session import Session
 
         self.program = imagecl.compile(setup["source"], setup["filename"])
         self.device = device
         self.session = Session(self.program, setup["arguments"], device)
-        self.session.set_reference_from(self.program.plan(None))
+        reference = self.program.plan(None)
+        if setup.get("reference_tunables"):
+            reference = dataclasses.replace(reference, tunables=tuple(sorted(
+                (n, int(v)) for n, v in setup["reference_tunables"].items())))
+        self.session.set_reference_from(reference, on_built=on_built)
         self._plans: dict = {}
 
     def _plan(self, config: Mapping[str, int]):
@@ -98,13 +144,14 @@ class ProgramRunner:
                                  max_seconds=max_seconds, verify=verify)
 
 
-def make_runner(setup: dict, device) -> Runner:
-    """The runner for a worker's setup message."""
+def make_runner(setup: dict, device, on_built: Optional[Callable[[], None]] = None) -> Runner:
+    """The runner for a worker's setup message; `on_built` is called once everything is ready
+    but the run of the reference (the part that may hang)."""
     kind = setup.get("kind", "icl")
     if kind == "icl":
-        return ProgramRunner(setup, device)
+        return ProgramRunner(setup, device, on_built)
     if kind == "kernel":
         from .kernelrun import KernelRunner
 
-        return KernelRunner(setup, device)
+        return KernelRunner(setup, device, on_built)
     raise ValueError(f"unknown target kind '{kind}'")

@@ -37,7 +37,8 @@ def worker_main(conn, setup: dict) -> None:
         from .target import make_runner
 
         device = _all_devices()[setup["device_index"]]
-        runner = make_runner(setup, device)
+        # "built": what remains is running the reference, which the engine's watchdog times
+        runner = make_runner(setup, device, on_built=lambda: conn.send({"built": True}))
         cache = BuildCache(setup["cache_dir"]) if setup.get("cache_dir") else None
         conn.send({"ready": True})
     except Exception as exc:  # noqa: BLE001 - report anything that stops the worker from starting

@@ -99,7 +99,11 @@ class RegisterTile:
 
     @property
     def size(self) -> int:
-        return self.width * len(self.rows)
+        # from the extents, not len(self.rows): a footprint 2^31 deep must not be listed to be refused
+        rows = 1
+        for lo, hi in zip(self.low[1:], self.high[1:]):
+            rows *= hi - lo + 1
+        return self.width * rows
 
 
 def register_tiles(info: ProgramInfo, analysis: AccessAnalysis, local_mem, image_mem, n: int) -> list[RegisterTile]:

@@ -14,7 +14,7 @@ from typing import Mapping, Optional
 
 import jinja2
 
-from .. import __version__
+from .. import __version__, escape
 from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.walk import walk
@@ -86,12 +86,15 @@ class VariantPlan:
 
 @functools.lru_cache(maxsize=1)
 def template_env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+    # every value a template writes into a comment goes through it (tests/test_injection.py checks the templates)
+    env.filters["comment"] = escape.comment
+    return env
 
 
 # ---- memory accesses ------------------------------------------------------------------------------------

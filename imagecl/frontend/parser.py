@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import re
 from pathlib import Path
 from typing import Optional
@@ -14,7 +15,13 @@ from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.consteval import const_int, type_literals
 from ..resources import resource_dir
+from .depth import check_depth, raise_recursion_limit
 from .pragmas import split_pragmas
+
+
+# once, when imagecl is imported: every pass (checker, analyses, code generation) may meet a
+# deep program, and tools that watch the limit (hypothesis) expect it not to change later
+raise_recursion_limit()
 
 
 @functools.lru_cache(maxsize=1)
@@ -30,6 +37,11 @@ def parse(source: str, filename: str = "<string>") -> ir.TranslationUnit:
         tree = _parser().parse(stripped)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, stripped, source, filename) from None
+    def located(msg: str, line: int, col: int, hint: Optional[str]) -> CompileError:
+        return CompileError(msg, line, col, filename, source, hint)
+
+    check_depth(tree, located)
+    raise_recursion_limit()
     try:
         functions = _ToIR(filename, source).transform(tree)
     except VisitError as exc:
@@ -151,6 +163,15 @@ def _previous_token(text: str, token: Token) -> Optional[Token]:
 
 
 # ---- the transformer ----------------------------------------------------------------
+
+
+_FLOAT_OVERFLOW = 2.0 ** 128 - 2.0 ** 103
+
+
+def _short(text: str, limit: int = 24) -> str:
+    """A literal as quoted in a message: a 5,000-digit one is cut."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
 
 
 def _pos(meta_or_token) -> ir.Pos:
@@ -364,9 +385,18 @@ class _ToIR(Transformer):
         text = str(tok)
         unsigned = text[-1] in "uU"
         digits = text.rstrip("uU")
-        value = int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8) if (len(digits) > 1 and digits[0] == "0") else int(digits)
+        hexadecimal = digits[:2].lower() == "0x"
+        octal = len(digits) > 1 and digits[0] == "0" and not hexadecimal
+        if octal and re.search("[89]", digits):
+            bad = re.search("[89]", digits).group(0)
+            raise self._error(f"invalid digit '{bad}' in octal constant '{_short(text)}'", _pos(tok),
+                              "a literal that starts with 0 is octal")
+        # 32 bits are at most 11 digits in octal, 10 in decimal, 8 in hexadecimal (plus zeros)
+        if len(digits.lstrip("0xX")) > 11:
+            raise self._error(f"integer literal '{_short(text)}' is too large for 32 bits", _pos(tok))
+        value = int(digits, 16) if hexadecimal else int(digits, 8) if octal else int(digits)
         if value > 0xFFFFFFFF:
-            raise self._error(f"integer literal '{text}' is too large for 32 bits", _pos(tok))
+            raise self._error(f"integer literal '{_short(text)}' is too large for 32 bits", _pos(tok))
         if value > 0x7FFFFFFF:
             unsigned = True  # as C does for hexadecimal literals that do not fit int
         return ir.IntLit(_pos(tok), value, unsigned)
@@ -374,9 +404,18 @@ class _ToIR(Transformer):
     def float_lit(self, meta, items):
         tok = items[0]
         text = str(tok)
-        if text[:2].lower() == "0x":  # hexadecimal: the f/F suffix is not a digit here (an exponent comes first)
-            return ir.FloatLit(_pos(tok), float.fromhex(text.rstrip("fF")), text)
-        return ir.FloatLit(_pos(tok), float(text.rstrip("fF")), text)
+        try:
+            if text[:2].lower() == "0x":  # hexadecimal: the f/F suffix is not a digit here (an exponent comes first)
+                value = float.fromhex(text.rstrip("fF"))
+            else:
+                value = float(text.rstrip("fF"))
+            # literals are float (docs/language-notes.md): from FLT_MAX + half an ulp on, they round to inf
+            if math.isinf(value) or abs(value) >= _FLOAT_OVERFLOW:
+                raise OverflowError
+        except OverflowError:
+            raise self._error(f"floating constant '{_short(text)}' is too large for float", _pos(tok),
+                              "the largest float is about 3.4e38") from None
+        return ir.FloatLit(_pos(tok), value, text)
 
     def char_lit(self, meta, items):
         tok = items[0]

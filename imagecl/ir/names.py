@@ -2,8 +2,11 @@
 
 The language is C: apart from C's keywords, any identifier is a valid name, including words
 that OpenCL C predefines (`kernel`, `local`, `M_PI`, `INT_MAX`, `vec_step`, `sin`, `read_imagef`,
-`float8`, ...) and would reject or misread. Such a user name is renamed in the generated code
-to `imcl_v_<name>_`. Every name the code generator introduces itself starts with `imcl_` and
+`float8`, ...) and would reject or misread. Drivers also predefine macros of their own
+(`cl_khr_fp64`, `CL_VERSION_2_0`, `POCL_DEVICE_ADDRESS_BITS`, `__OPENCL_VERSION__`, `FP_FAST_FMA`,
+`__NV_CL_C_VERSION`, ...) that no list can hold, so whole families of names are renamed by
+pattern (`VENDOR_PATTERN`). Such a user name is renamed in the generated code to
+`imcl_v_<name>_`. Every name the code generator introduces itself starts with `imcl_` and
 never has that form, so the renamed names cannot collide with generated names, nor with each
 other (the mapping is injective), nor with other user names (a user name that starts with
 `imcl_` is itself renamed, so no user name appears in the output with that prefix).
@@ -42,12 +45,20 @@ OPENCL_KEYWORDS = frozenset(
     f"{b}{n}x{m}" for b in ("float", "double", "half") for n in _WIDTHS for m in _WIDTHS
 }
 
-OPENCL_RESERVED = PREDEFINED | OPENCL_KEYWORDS
+# `main` cannot name a kernel in OpenCL C; `defined` cannot be a macro.
+OPENCL_RESERVED = PREDEFINED | OPENCL_KEYWORDS | {"main", "defined"}
+
+# Names in the families that OpenCL drivers predefine macros in: extension macros (`cl_khr_*`,
+# `cl_amd_*`, `cl_nv_*`, `cl_APPLE_*`), version and feature macros (`CL_VERSION_*`,
+# `__OPENCL_*`, `__opencl_c_*`), driver macros (`POCL_*`, `CLANG_*`, `__NV_*`, `__AMD__`,
+# `__GPU__`, `__ENDIAN_LITTLE__`), `FP_FAST_FMA*`, and everything that C reserves (a leading
+# underscore).
+VENDOR_PATTERN = re.compile(r"_|cl_|CL_|POCL_|pocl_|CLANG_|FP_FAST_|NVIDIA|AMD|INTEL|APPLE|imcl_")
 
 # Identifiers of the fixed parts of the generated code (the boundary functions' parameters
 # and locals). A user variable never meets them, but a tunable becomes a `#define` that would
 # rewrite them, and so would a tunable named like a vector component (`.x`, `.s0`, `.lo`).
-TEMPLATE_LOCALS = frozenset("img x y z w h d n r period".split())
+TEMPLATE_LOCALS = frozenset("img x y z w h d n r period i j".split())
 _COMPONENT = re.compile(r"[xyzw]{1,4}|[sS][0-9a-fA-F]{1,16}|lo|hi|even|odd")
 
 RENAMED_PREFIX = "imcl_v_"
@@ -74,7 +85,7 @@ def reserved_word(name: str) -> Optional[str]:
 def needs_renaming(name: str, macro: bool = False) -> bool:
     """Would `name` collide with OpenCL C or with the generated code? (`macro`: it is emitted
     as a `#define`, which also rewrites the generated code's own words.)"""
-    if name in OPENCL_RESERVED or name.startswith(("_", "imcl_")):
+    if name in OPENCL_RESERVED or VENDOR_PATTERN.match(name):
         return True
     return macro and (name in TEMPLATE_LOCALS or _COMPONENT.fullmatch(name) is not None)
 

@@ -8,17 +8,22 @@ from . import nodes as ir
 
 
 def walk(node) -> Iterator[ir.Node]:
-    """Every IR node below `node` (included), depth first, in source order."""
-    if isinstance(node, list):
-        for item in node:
-            yield from walk(item)
-        return
-    if not isinstance(node, ir.Node):
-        return
-    yield node
-    for f in dataclasses.fields(node):
-        if f.name in ("symbol", "function", "type", "pos"):
+    """Every IR node below `node` (included), depth first, in source order. Iterative: a
+    program may nest thousands of levels deep (frontend/depth.py)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(reversed(item))
             continue
-        value = getattr(node, f.name)
-        if isinstance(value, (ir.Node, list)):
-            yield from walk(value)
+        if not isinstance(item, ir.Node):
+            continue
+        yield item
+        children = []
+        for f in dataclasses.fields(item):
+            if f.name in ("symbol", "function", "type", "pos"):
+                continue
+            value = getattr(item, f.name)
+            if isinstance(value, (ir.Node, list)):
+                children.append(value)
+        stack.extend(reversed(children))

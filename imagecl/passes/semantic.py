@@ -16,11 +16,11 @@ from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.consteval import const_int
 from ..ir.walk import walk
+from ..parameters import GENERATED_PARAMETERS, generated_parameter
 
 BOUNDARY_MODES = ("constant", "clamped", "mirror", "wrap")
 GRID_INDICES = ("idx", "idy", "idz")
-# names of the tuning parameters the compiler itself creates (see imagecl/space.py)
-RESERVED_PARAMETER_NAMES = {"wg_x", "wg_y", "wg_z", "px_x", "px_y", "px_z", "interleaved"}
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
 @dataclass(eq=False)
@@ -127,7 +127,9 @@ class _Analyser:
         self.tunables: dict[str, list[int]] = {}
         self.global_scope = _Scope()
         self.uses_idz = False
+        self.idz_pos: Optional[ir.Pos] = None  # the first use of `idz`
         self.depth_uses: dict[str, ir.Pos] = {}  # image -> first `.depth` use
+        self.statement_expr: Optional[ir.Expr] = None  # the expression of the current expression statement
 
     # ---- errors ---------------------------------------------------------------
     def error(self, message: str, pos: ir.Pos, hint: Optional[str] = None) -> CompileError:
@@ -152,6 +154,9 @@ class _Analyser:
             self.functions[function.name] = function
         self._check_function(kernel, is_kernel=True)
         self._unsubscripted_images(grid)
+        if self.idz_pos is not None and self.grid_dims != 3:
+            # an `idz` met before any subscript told the grid's dimension
+            raise self.error(f"'idz' is only defined for 3-D grids; this grid is {self.grid_dims}-D", self.idz_pos)
 
         for name in grid:
             info = self.arrays[name]
@@ -258,8 +263,11 @@ class _Analyser:
             if not pragma.args:
                 raise self.error("pragma 'tunable' needs 'NAME: value, value, ...'", pragma.pos)
             for arg in pragma.args:
-                if arg.name in RESERVED_PARAMETER_NAMES or arg.name.startswith(("image_", "local_", "constant_", "unroll_")):
-                    raise self.error(f"tunable '{arg.name}' has the name of a built-in tuning parameter", arg.pos)
+                if generated_parameter(arg.name):
+                    raise self.error(f"tunable '{arg.name}' has the name of a built-in tuning parameter", arg.pos,
+                                     "the compiler's own parameters are named " + ", ".join(GENERATED_PARAMETERS))
+                if any(f.name == arg.name for f in self.unit.functions):
+                    raise self.error(f"tunable '{arg.name}' has the name of a function", arg.pos)
                 if arg.name in self.tunables:
                     raise self.error(f"tunable '{arg.name}' is declared twice", arg.pos)
                 _check_identifier(self, arg.name, arg.pos)
@@ -268,11 +276,14 @@ class _Analyser:
                 values = []
                 for v in arg.values:
                     try:
-                        values.append(int(v, 0))
+                        values.append(_c_integer(v))
                     except ValueError:
                         raise self.error(
                             f"tunable '{arg.name}' values must be integers, not '{v}'", arg.pos
                         ) from None
+                    if not INT_MIN <= values[-1] <= INT_MAX:
+                        raise self.error(f"tunable '{arg.name}' value {v} does not fit in an int", arg.pos,
+                                         f"a tunable is an int: {INT_MIN} to {INT_MAX}")
                 if len(set(values)) != len(values):
                     raise self.error(f"tunable '{arg.name}' lists a value twice", arg.pos)
                 self.tunables[arg.name] = values
@@ -386,6 +397,13 @@ class _Analyser:
                     )
                 if kind == "image_mem" and array.kind == "array":
                     _check_array_image(self, array, pos)
+                if kind == "image_mem" and array.is_written:
+                    raise self.error(f"'{name}' is written by the kernel and cannot be placed in image memory",
+                                     pos, "image memory is for read-only images and arrays")
+                if kind == "constant_mem" and array.kind == "image":
+                    raise self.error(f"image '{name}' cannot be placed in constant memory", pos,
+                                     "constant memory holds small read-only arrays; read images "
+                                     "through image_mem or local_mem")
                 if kind in ("local_mem", "constant_mem") and array.is_written:
                     raise self.error(
                         f"'{name}' is written by the kernel and cannot be placed in "
@@ -432,7 +450,8 @@ class _Analyser:
             p.symbol = ir.Symbol(p.name, p.type, kind, p.pos, is_const=const)
             scope.symbols[p.name] = p.symbol
         self.loop_depth = 0
-        self._block(function.body, _Scope(scope), new_scope=False)
+        # C: the parameters and the body's outermost declarations share one scope
+        self._block(function.body, scope, new_scope=False)
         if function.return_type != ty.VOID and not _always_returns(function.body):
             raise self.error(
                 f"control reaches the end of non-void function '{function.name}' without a return",
@@ -454,6 +473,7 @@ class _Analyser:
             for d in stmt.decls:
                 self._decl(d, scope)
         elif isinstance(stmt, ir.ExprStmt):
+            self.statement_expr = stmt.expr
             self._expr(stmt.expr, scope)
         elif isinstance(stmt, ir.If):
             self._condition(stmt.cond, scope)
@@ -467,7 +487,9 @@ class _Analyser:
             self.loop_depth -= 1
         elif isinstance(stmt, ir.For):
             inner = _Scope(scope)
-            if stmt.init is not None:
+            if isinstance(stmt.init, ir.ExprStmt):
+                self._expr(stmt.init.expr, inner)  # not a statement of its own (see _array_update)
+            elif stmt.init is not None:
                 self._stmt(stmt.init, inner)
             if stmt.cond is not None:
                 self._condition(stmt.cond, inner)
@@ -530,6 +552,13 @@ class _Analyser:
             scope.symbols[decl.name] = decl.symbol
             return
         value = None
+        if decl.init is not None and not isinstance(decl.init, list):
+            for node in walk(decl.init):
+                # C: the name is declared from its declarator on, so this reads the new, uninitialised variable
+                if isinstance(node, ir.Name) and node.name == decl.name:
+                    raise self.error(f"variable '{decl.name}' is used in its own initializer", node.pos,
+                                     "in C the new variable hides any outer one from its declarator on; "
+                                     "rename one of them")
         if decl.init is not None:
             if isinstance(decl.init, list):
                 raise self.error(f"'{decl.name}' is not an array; it cannot be initialised with braces", decl.pos)
@@ -596,6 +625,7 @@ class _Analyser:
             return ty.promote(t) if isinstance(t, ty.ScalarType) else t
         if isinstance(e, ir.IncDec):
             t = self._expr(e.target, scope)
+            self._array_update(e)
             self._require_lvalue(e.target, scope, e.op)
             self._require_arithmetic(t, e.target, e.op)
             return t
@@ -603,6 +633,7 @@ class _Analyser:
             return self._binary(e.op, e.left, e.right, e.pos, scope)
         if isinstance(e, ir.Assign):
             target_t = self._expr(e.target, scope)
+            self._array_update(e)
             self._require_lvalue(e.target, scope, e.op)
             if e.op == "=":
                 value_t = self._expr(e.value, scope)
@@ -670,6 +701,7 @@ class _Analyser:
             raise self.error(f"use of undeclared identifier '{e.name}'" + suggestion_suffix(e.name, hint_names), e.pos)
         if sym.kind == "grid_index" and e.name == "idz":
             self.uses_idz = True
+            self.idz_pos = self.idz_pos or e.pos
         if sym.kind == "grid_index" and GRID_INDICES.index(e.name) >= self._grid_dims_known():
             raise self.error(f"'{e.name}' is only defined for 3-D grids; this grid is "
                              f"{self._grid_dims_known()}-D", e.pos)
@@ -688,6 +720,15 @@ class _Analyser:
         if not ty.is_arithmetic(t):
             raise self.error(f"invalid operand of type '{t}' to '{op}'", e.pos)
 
+    def _array_update(self, e: ir.Expr) -> None:
+        """An image or pointer element is written through its boundary and grid guards, which
+        the generated code can only wrap around a whole statement."""
+        target = e.target
+        if (isinstance(target, ir.Subscript) and target.base.symbol is not None
+                and target.base.symbol.kind in ("image", "pointer") and e is not self.statement_expr):
+            raise self.error("an image or pointer element can only be updated in a statement of its own",
+                             target.pos, "make the update a statement of its own, then use the value")
+
     def _require_lvalue(self, target: ir.Expr, scope: _Scope, op: str) -> None:
         if isinstance(target, ir.Name):
             sym = target.symbol
@@ -697,6 +738,10 @@ class _Analyser:
                 raise self.error(f"cannot assign to tunable '{target.name}'; it is a compile-time constant", target.pos)
             if sym.is_const:
                 raise self.error(f"cannot assign to const variable '{target.name}'", target.pos)
+            if sym.kind == "scalar" and self.is_kernel:
+                # every grid point (and every point of a work-item) sees the argument as passed
+                raise self.error(f"cannot assign to kernel parameter '{target.name}'", target.pos,
+                                 "copy it into a local variable first")
             return
         if isinstance(target, ir.Subscript):
             sym = target.base.symbol
@@ -746,6 +791,13 @@ class _Analyser:
         return result
 
     def _call(self, e: ir.Call, scope: _Scope) -> ty.Type:
+        shadowing = scope.lookup(e.name)
+        if shadowing is not None or (e.name in GRID_INDICES and self.is_kernel):
+            # C: a variable hides a function of the same name in its scope
+            what = {"grid_index": "the grid index", "tunable": "a tunable"}.get(
+                shadowing.kind if shadowing else "grid_index", "a variable")
+            raise self.error(f"called object '{e.name}' is not a function", e.pos,
+                             f"'{e.name}' is {what} here, which hides any function of that name")
         arg_types = [self._expr(a, scope) for a in e.args] if e.name not in self.functions else None
         if e.name in self.functions or (self.current is not None and e.name == self.current.name):
             if self.current is not None and e.name == self.current.name:
@@ -931,6 +983,17 @@ def _check_array_image(analyser: "_Analyser", array: ArrayInfo, pos: ir.Pos) -> 
         raise analyser.error(f"'{array.name}' ({array.param.type.c_name()}) cannot be placed in image memory", pos,
                              "image memory holds 1-D and 2-D arrays of scalars or 4-element vectors "
                              "(not bool or double)")
+
+
+def _c_integer(text: str) -> int:
+    """A pragma's integer as C reads it: `010` is octal; ValueError if it is none, or has more
+    digits than any int (so that a 5,000-digit value is not converted at all)."""
+    digits = text.lstrip("-")
+    if len(digits.lstrip("0xX")) > 11:
+        return (1 << 40) * (-1 if text.startswith("-") else 1)  # out of range: reported by the caller
+    if len(digits) > 1 and digits[0] == "0" and digits[1] not in "xX":
+        return int(text, 8)
+    return int(text, 0)
 
 
 def _check_identifier(analyser: "_Analyser", name: str, pos: ir.Pos) -> None:

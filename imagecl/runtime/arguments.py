@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..ir import types as ty
 from ..passes.semantic import ArrayInfo, ProgramInfo
+from .memory import Buffer, array_bytes, check_host
 
 
 @dataclass
@@ -81,7 +82,7 @@ def _check_array(array: ArrayInfo, value: Any) -> np.ndarray:
             raise ArgumentError(f"parameter '{name}' is a pointer: expected a 1-D array, got shape {value.shape}")
         if value.shape[0] == 0:
             raise ArgumentError(f"parameter '{name}' is an empty array")
-    return np.array(value, dtype=want, order="C", copy=True)
+    return value
 
 
 def _check_scalar(name: str, t: ty.Type, value: Any) -> Any:
@@ -139,16 +140,24 @@ def prepare(info: ProgramInfo, kwargs: dict[str, Any]) -> PreparedArgs:
         arrays[p.name] = _check_array(array, given)
 
     grid_shape = _grid_shape(info, arrays)
+    zeros: dict[str, tuple[int, ...]] = {}
     for p in info.params:
         array = info.arrays.get(p.name)
         if array is None or p.name in arrays:
             continue
         if array.in_grid and array.is_written:  # allocated zero-filled (LANGUAGE.md)
-            shape = grid_shape + ((array.element.width,) if isinstance(array.element, ty.VectorType) else ())
-            arrays[p.name] = np.zeros(shape, dtype=_element_dtype(array))
+            zeros[p.name] = grid_shape + ((array.element.width,) if isinstance(array.element, ty.VectorType) else ())
         else:
             raise ArgumentError(f"output '{p.name}' is not in the grid, so its shape is unknown: pass an array "
                                 f"of shape {expected_shape_text(array)} for it")
+    # what is allocated here (owned copies, zero-filled outputs) must fit before it is
+    check_host([Buffer(f"'{n}' {a.shape} {a.dtype}", int(a.nbytes)) for n, a in arrays.items()]
+               + [Buffer(f"output '{n}' {shape} {_element_dtype(info.arrays[n])}",
+                         array_bytes(shape, _element_dtype(info.arrays[n]))) for n, shape in zeros.items()],
+               copies=1)
+    arrays = {n: np.array(a, dtype=a.dtype, order="C", copy=True) for n, a in arrays.items()}
+    for name, shape in zeros.items():
+        arrays[name] = np.zeros(shape, dtype=_element_dtype(info.arrays[name]))
     outputs = [p.name for p in info.params if p.name in info.arrays and info.arrays[p.name].is_written]
     return PreparedArgs(arrays, scalars, grid_shape, outputs)
 

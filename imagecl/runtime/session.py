@@ -7,7 +7,7 @@ each variant's outputs against a reference (normally the naive variant's) on the
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from ..errors import BuildError, ExecutionError
 from . import launcher
 from .arguments import prepare
 from .devices import context_and_queue, select_device
+from .memory import check_device, prepared_buffers
 from .timing import Timing, check_work_group_limit, event_seconds, time_launches
 from .verify import Verifier, capture_reference, describe_mismatch, reference_scale
 
@@ -27,6 +28,7 @@ class Session:
         self.device = select_device(device)
         self.context, self.queue = context_and_queue(self.device)
         self.prepared = prepare(program.info, dict(arguments))
+        check_device(prepared_buffers(program.info, self.prepared.arrays), self.device)
         mf = cl.mem_flags
         self.buffers: dict[str, Any] = {}
         self.pristine: dict[str, Any] = {}
@@ -84,13 +86,16 @@ class Session:
         return launcher.bind(built, self.program.kernel_symbol, launch, self._memory(launch)), launch
 
     # ---- the reference ------------------------------------------------------------------------------
-    def set_reference_from(self, plan) -> dict[str, np.ndarray]:
+    def set_reference_from(self, plan, on_built: Optional[Callable[[], None]] = None) -> dict[str, np.ndarray]:
         """Make `plan`'s outputs (normally the naive variant's) the reference of every later
         verified launch, including where it leaves pixels unwritten (see runtime/verify.py).
-        Returns its outputs (NaN, or the fill 0, where it writes nothing)."""
+        Returns its outputs (NaN, or the fill 0, where it writes nothing). `on_built` is called
+        between building `plan` and running it."""
         import pyopencl as cl
 
         kernel, launch = self._kernel(plan)
+        if on_built is not None:
+            on_built()
 
         def run() -> None:
             self._restore(only_read_write=True)

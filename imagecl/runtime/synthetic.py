@@ -13,6 +13,11 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..ir import types as ty
+from .memory import Buffer, array_bytes, check_device, check_host
+
+# the host holds a generated array about three times at its peak: the random draw (float64 for
+# a float image), the array, and its marshalled copy
+_GENERATION_COPIES = 3
 
 
 def _random(rng: np.random.Generator, shape: tuple, element: ty.Type) -> np.ndarray:
@@ -25,30 +30,62 @@ def _random(rng: np.random.Generator, shape: tuple, element: ty.Type) -> np.ndar
     return rng.integers(max(info.min, 0), min(info.max, 255), shape, endpoint=True).astype(dtype)
 
 
+def _shapes(info, grid_shape: tuple[int, ...], given: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """The shape of every array to generate (those not `given`), without its vector axis."""
+    shapes = {}
+    for p in info.params:
+        array = info.arrays.get(p.name)
+        if p.name in given or array is None:
+            continue
+        if array.kind == "image":
+            shapes[p.name] = grid_shape if array.dims == len(grid_shape) else grid_shape[-array.dims:]
+        elif array.kind == "array":
+            shapes[p.name] = tuple(array.shape)
+        else:
+            shapes[p.name] = (max(256, grid_shape[-1]),)
+    return shapes
+
+
+def planned_buffers(info, grid_shape: tuple[int, ...], given: Mapping[str, Any]) -> list[Buffer]:
+    """Every array the arguments will hold (generated or given), computed without allocating."""
+    buffers = []
+    for name, shape in _shapes(info, grid_shape, given).items():
+        element = info.arrays[name].element
+        full = shape + ((element.width,) if isinstance(element, ty.VectorType) else ())
+        size = "x".join(str(s) for s in reversed(shape))
+        buffers.append(Buffer(f"{info.arrays[name].kind} '{name}' ({size} {element})",
+                              array_bytes(full, element.dtype)))
+    for name, value in given.items():
+        if isinstance(value, np.ndarray):
+            buffers.append(Buffer(f"'{name}' {value.shape} {value.dtype}", int(value.nbytes)))
+    return buffers
+
+
 def synthetic_arguments(program, grid_shape: tuple[int, ...], given: Mapping[str, Any] | None = None,
-                        seed: int = 0) -> tuple[dict[str, Any], list[str]]:
-    """(arguments, names of scalars that defaulted to 1) for a grid of `grid_shape` (NumPy order)."""
+                        seed: int = 0, device: Any = None) -> tuple[dict[str, Any], list[str]]:
+    """(arguments, names of scalars that defaulted to 1) for a grid of `grid_shape` (NumPy order).
+    Before anything is allocated the arrays are checked against the host's available memory
+    and, given a `device` (a pyopencl Device), against its limits (a ResourceError if they do
+    not fit)."""
     info = program.info
     given = dict(given or {})
     if len(grid_shape) != info.grid_dims:
         raise ArgumentError(f"the size has {len(grid_shape)} dimensions but the grid of '{program.name}' has "
                             f"{info.grid_dims}")
+    buffers = planned_buffers(info, grid_shape, given)
+    if device is not None:
+        check_device(buffers, device)
+    check_host(buffers, copies=_GENERATION_COPIES)
     rng = np.random.default_rng(seed)
     args: dict[str, Any] = {}
     defaulted = []
+    shapes = _shapes(info, grid_shape, given)
     for p in info.params:
         if p.name in given:
             args[p.name] = given[p.name]
-            continue
-        array = info.arrays.get(p.name)
-        if array is None:
+        elif p.name in shapes:
+            args[p.name] = _random(rng, shapes[p.name], info.arrays[p.name].element)
+        else:
             args[p.name] = 1
             defaulted.append(p.name)
-        elif array.kind == "image":
-            shape = grid_shape if array.dims == len(grid_shape) else grid_shape[-array.dims:]
-            args[p.name] = _random(rng, shape, array.element)
-        elif array.kind == "array":
-            args[p.name] = _random(rng, tuple(array.shape), array.element)
-        else:
-            args[p.name] = _random(rng, (max(256, grid_shape[-1]),), array.element)
     return args, defaulted
