@@ -21,7 +21,7 @@ from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.consteval import const_int
 from ..ir.walk import walk
-from ..passes.footprint import AccessAnalysis, _own_jumps, array_bytes, loop_pattern
+from ..passes.footprint import AccessAnalysis, _flatten, _own_jumps, array_bytes, loop_pattern
 from ..passes.semantic import BOUNDARY_MODES, ProgramInfo
 from ..space import DeviceLimits, Space, TunableScope, build_space
 
@@ -466,14 +466,6 @@ class _Counter:
         self.block(body, weight)
         moved = sum(self.ops[k] - saved[k] for k in OP_KINDS if k != "index")
         self.ops = {k: (saved[k] if k != "index" else self.ops[k] + moved) for k in OP_KINDS}
-
-
-def _flatten(items):
-    for item in items:
-        if isinstance(item, list):
-            yield from _flatten(item)
-        else:
-            yield item
 
 
 def _summary_names() -> tuple[str, ...]:
