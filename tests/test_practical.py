@@ -85,7 +85,9 @@ def test_kernel_tuner_simulation_replays_our_export_of_a_real_measurement(tmp_pa
     for key, record in want.items():
         assert got[key]["time"] == pytest.approx(record.time * 1e3, rel=1e-12)
         assert got[key]["times"] == pytest.approx([t * 1e3 for t in record.times], rel=1e-12)
-        assert len(got[key]["times"]) == len(record.times) > 1  # every timing, not only the median
+        # every timing, not only the median (a launch slower than the engine's limit on a loaded
+        # machine is timed once, so the count is the record's; the constructed test has several)
+        assert len(got[key]["times"]) == len(record.times) >= 1
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
