@@ -162,17 +162,19 @@ def test_import_is_one_transaction(tmp_path, capsys, monkeypatch):
           "tune_params": {"x": list(range(10))},
           "cache": {str(x): {"x": x, "time": 1.0 + x} for x in range(10)}}
     (tmp_path / "kt.json").write_text(json.dumps(kt))
-    original, calls = Store.add, []
+    import imagecl.tuner.store as store_module
 
-    def failing_add(self, run, record):
+    original, calls = store_module._row, []
+
+    def failing_row(run, record):  # the 3rd record fails after two were written in the transaction
         calls.append(record)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        original(self, run, record)
+        return original(run, record)
 
-    monkeypatch.setattr(Store, "add", failing_add)
+    monkeypatch.setattr(store_module, "_row", failing_row)
     assert cli(capsys, "import", tmp_path / "kt.json", "--db", tmp_path / "k.db")[0] == 130
-    monkeypatch.setattr(Store, "add", original)
+    monkeypatch.setattr(store_module, "_row", original)
     with Store(tmp_path / "k.db", readonly=True) as store:
         assert list(store.records()) == []
     code, _, err = cli(capsys, "import", tmp_path / "kt.json", "--db", tmp_path / "k.db")

@@ -166,12 +166,20 @@ class Store:
         otherwise wait for one synchronous commit each)."""
         if self.readonly:
             raise StoreError(f"{self.name}: opened read-only")
-        rows = [_row(run, r) for r in records]
-        self._execute_many(self._UPSERT, rows)
-        return len(rows)
+        count = 0
 
-    def _execute_many(self, query: str, rows: list[tuple]) -> None:
-        """`query` once per row, all in one transaction."""
+        def rows() -> Iterator[tuple]:
+            nonlocal count
+            for record in records:
+                yield _row(run, record)
+                count += 1
+
+        self._execute_many(self._UPSERT, rows())
+        return count
+
+    def _execute_many(self, query: str, rows: Iterable[tuple]) -> None:
+        """`query` once per row, all in one transaction (rows may come from a generator that
+        fails midway: then none is stored)."""
         raise NotImplementedError
 
 

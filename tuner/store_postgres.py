@@ -10,7 +10,7 @@ reconnects with bounded retries and backoff, then fails with a clear StoreError.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from .address import mask
 from .store import _COLUMNS, RECORD_KEY, SCHEMA_VERSION, Store, StoreError
@@ -203,7 +203,9 @@ class PostgresStore(Store):
 
         return self._retrying(run)
 
-    def _execute_many(self, query: str, rows: list[tuple]) -> None:
+    def _execute_many(self, query: str, rows: Iterable[tuple]) -> None:
+        rows = list(rows)  # a retry after a lost connection writes them again
+
         def run(conn) -> None:
             # retried whole after a lost connection: the transaction either committed or did not,
             # and the upserts make a second run of a committed one change nothing

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from .address import sqlite_path
 from .store import _COLUMNS, APPLICATION_ID, SCHEMA_VERSION, Store, StoreError
@@ -143,7 +143,7 @@ class SQLiteStore(Store):
             raise StoreError(f"{self.path}: cannot {'read' if query.startswith('SELECT') else 'write'} the results "
                              f"database ({exc})") from None
 
-    def _execute_many(self, query: str, rows: list[tuple]) -> None:
+    def _execute_many(self, query: str, rows: Iterable[tuple]) -> None:
         try:
             self.db.execute("BEGIN IMMEDIATE")
             try:
