@@ -70,6 +70,8 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, default=16, help="synthetic stencil programs")
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--only", help="comma-separated program file names to keep")
+    parser.add_argument("--shard", help="K/N: every N-th program from the K-th (0-based), for parallel warm-up "
+                                        "passes that fill PoCL's kernel cache before a timed pass")
     parser.add_argument("--db", required=True)
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--deadline", type=float, default=float("inf"), help="seconds; stop starting new runs after")
@@ -80,6 +82,9 @@ def main() -> None:
         if args.only:
             keep = set(args.only.split(","))
             programs = [(p, s) for p, s in programs if p.name in keep]
+        if args.shard:
+            k, n = (int(v) for v in args.shard.split("/"))
+            programs = programs[k::n]
         for size in args.sizes.split(","):
             for path, scalars in programs:
                 if time.monotonic() - start > args.deadline:
