@@ -112,12 +112,16 @@ def main() -> None:
         if wanted and scheme not in wanted:
             continue
         pooled: dict[str, list] = {}
+        done = []
         for label, train, test in splits:
             if not train or not test:
                 continue
             for m, results in evaluate_split(data, train, test, methods, args.seed).items():
                 pooled.setdefault(m, []).extend(results)
-        report["schemes"][scheme] = {"splits": [s[0] for s in splits], **results_json(pooled)}
+            done.append(label)
+            # written after every split, so that a run stopped early keeps what it finished
+            report["schemes"][scheme] = {"splits": done, "all_splits": [s[0] for s in splits], **results_json(pooled)}
+            Path(args.out).write_text(json.dumps(report, indent=1, default=float))
         print(f"\n{scheme} ({len(splits)} splits, {time.monotonic() - start:.0f} s)")
         for m, results in pooled.items():
             s = summarize(results)

@@ -143,6 +143,12 @@ def test_predict_returns_only_legal_configurations(sobel, device):
         assert space.complete(p.config) == p.config  # valid in the device's space
         assert p.p_fail <= 0.5
     assert [p.seconds for p in out] == sorted(p.seconds for p in out)
+    # given candidates: the refused one is among them and still never returned
+    ok = [r.config for r in records if r.status == "ok"]
+    given = predict(model, sobel, device, (64, 64), candidates=ok, refused=refused)
+    assert {canonical_config(p.config) for p in given} <= {canonical_config(c) for c in ok} - \
+        {canonical_config(records[5].config)}
+    assert len(given) >= 1
 
 
 def test_case_metrics_hand_computed():
