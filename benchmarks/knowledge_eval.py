@@ -3,7 +3,8 @@
     python benchmarks/knowledge_eval.py --out benchmarks/results/knowledge/eval.json \\
         [--db extra.db --features extra-features.json ...] [--methods j48,forest,boosting,bagged_nn]
 
-Loads the H100 host's GPU and CPU stores (benchmarks/results/knowledge/*.db.gz) and any further
+Loads the H100 host's GPU and CPU stores and the 2-core EPYC's small one
+(benchmarks/results/knowledge/*.db.gz), and any further
 `--db` with its device's `imagecl features` JSON, maps records to the 13 examples and the
 synthetic stencils (generate(16, 17)) by source hash, and runs five schemes: 10-fold over cases,
 synthetic-train/real-test, leave one device out, one program out, one size out. Candidates of a
@@ -49,7 +50,8 @@ def programs() -> tuple[dict, set]:
 def load(extra: list[tuple[str, str]], tmp: Path) -> tuple[list, dict]:
     records, devices = [], {}
     pairs = [(DATA / "knowledge-h100-gpu.db.gz", DATA / "features-nvidia.json"),
-             (DATA / "knowledge-h100-cpu.db.gz", DATA / "features-cpu.json"), *[(Path(a), Path(b)) for a, b in extra]]
+             (DATA / "knowledge-h100-cpu.db.gz", DATA / "features-cpu.json"),
+             (DATA / "knowledge-epyc-cpu.db.gz", DATA / "features-epyc.json"), *[(Path(a), Path(b)) for a, b in extra]]
     for db, features in pairs:
         if db.suffix == ".gz":
             plain = tmp / db.stem
