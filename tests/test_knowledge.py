@@ -12,7 +12,7 @@ import pytest
 
 import imagecl
 from imagecl.features import CONFIG_FIELDS, encode_config
-from imagecl.tuner.knowledge import J48Baseline, PairRanker, assemble, device_from_json, predict
+from imagecl.tuner.knowledge import J48Baseline, PairRanker, assemble, device_from_json, predict, seeds
 from imagecl.tuner.knowledge.dataset import Dataset, limits_from_features
 from imagecl.tuner.knowledge.evaluate import best_single, case_result, evaluate_split, summarize
 from imagecl.tuner.store import Record, canonical_config, text_hash
@@ -149,6 +149,9 @@ def test_predict_returns_only_legal_configurations(sobel, device):
     assert {canonical_config(p.config) for p in given} <= {canonical_config(c) for c in ok} - \
         {canonical_config(records[5].config)}
     assert len(given) >= 1
+    # a strategy's seeds: the same top configurations, in the same order
+    assert seeds(model, sobel, device, (64, 64), k=3, candidates=ok) == \
+        [p.config for p in predict(model, sobel, device, (64, 64), candidates=ok)][:3]
 
 
 def test_case_metrics_hand_computed():

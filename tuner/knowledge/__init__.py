@@ -17,7 +17,8 @@ from .dataset import PORTABLE_FIELDS, Case, Dataset, assemble, case_vector, devi
 from .models import REGRESSORS, J48Baseline, PairRanker
 
 __all__ = ["PORTABLE_FIELDS", "REGRESSORS", "Case", "Dataset", "J48Baseline", "PairRanker", "Prediction",
-           "assemble", "case_vector", "device_from_json", "encode", "limits_from_features", "predict", "train"]
+           "assemble", "case_vector", "device_from_json", "encode", "limits_from_features", "predict", "seeds",
+           "train"]
 
 CANDIDATES = 4096  # valid configurations drawn from a space too large to score whole
 
@@ -63,3 +64,11 @@ def predict(model: PairRanker, program: Any, device: DeviceFeatures, shape_xyz: 
     _, p_fail = model.score(case_vector(program, device, tuple(shape_xyz)), configs)
     chosen = order[:top] if top is not None else order
     return [Prediction(dict(pool[i]), float(seconds[i]), float(p_fail[i])) for i in chosen]
+
+
+def seeds(model: PairRanker, program: Any, device: DeviceFeatures, shape_xyz: tuple[int, ...], k: int = 10,
+          **kw: Any) -> list[dict]:
+    """The `k` configurations predicted fastest, in order: a strategy's `seeds` option (as
+    `tuner.live.seeds_from_store` gives it), so that a search measures them first instead of a
+    uniform random sample. Keywords as `predict`'s."""
+    return [p.config for p in predict(model, program, device, shape_xyz, top=k, **kw)]
