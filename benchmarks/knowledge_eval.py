@@ -88,6 +88,15 @@ def schemes(data, synthetic: set, seed: int) -> dict[str, list[tuple[str, list[i
     return out
 
 
+def name_cases(results: dict, data) -> dict:
+    """Each case's program, device and size beside its index."""
+    for method in results.values():
+        for case in method["cases"]:
+            c = data.cases[int(case["case"])]
+            case.update(case=int(case["case"]), program=c.program_name, device=c.device, size=c.size)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -122,7 +131,8 @@ def main() -> None:
                 pooled.setdefault(m, []).extend(results)
             done.append(label)
             # written after every split, so that a run stopped early keeps what it finished
-            report["schemes"][scheme] = {"splits": done, "all_splits": [s[0] for s in splits], **results_json(pooled)}
+            report["schemes"][scheme] = {"splits": done, "all_splits": [s[0] for s in splits],
+                                         **name_cases(results_json(pooled), data)}
             Path(args.out).write_text(json.dumps(report, indent=1, default=float))
         print(f"\n{scheme} ({len(splits)} splits, {time.monotonic() - start:.0f} s)")
         for m, results in pooled.items():
