@@ -1,0 +1,148 @@
+"""Zero-shot validation of the knowledge models (issue 17; OmniTune's Table 1 schemes).
+
+    python benchmarks/knowledge_eval.py --out benchmarks/results/knowledge/eval.json \\
+        [--db extra.db --features extra-features.json ...] [--methods j48,forest,boosting,bagged_nn]
+
+Loads the H100 host's GPU and CPU stores and the 2-core EPYC's small one
+(benchmarks/results/knowledge/*.db.gz), and any further
+`--db` with its device's `imagecl features` JSON, maps records to the 13 examples and the
+synthetic stencils (generate(16, 17)) by source hash, and runs five schemes: 10-fold over cases,
+synthetic-train/real-test, leave one device out, one program out, one size out. Candidates of a
+held-out case are its measured configurations; the oracle is the best of them.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import imagecl
+from imagecl.tuner.knowledge import device_from_json
+from imagecl.tuner.knowledge.dataset import assemble
+from imagecl.tuner.knowledge.evaluate import evaluate_split, results_json, summarize
+from imagecl.tuner.store import Store, text_hash
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "benchmarks" / "results" / "knowledge"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def programs() -> tuple[dict, set]:
+    from synthetic_stencils import generate
+
+    out, synthetic = {}, set()
+    for path in sorted((ROOT / "examples").glob("*.icl")):
+        out[text_hash(path.read_text())] = imagecl.load(str(path))
+    for name, source in generate(16, 17):
+        h = text_hash(source)
+        out[h] = imagecl.compile(source, filename=f"{name}.icl")
+        synthetic.add(h)
+    return out, synthetic
+
+
+def load(extra: list[tuple[str, str]], tmp: Path) -> tuple[list, dict]:
+    records, devices = [], {}
+    pairs = [(DATA / "knowledge-h100-gpu.db.gz", DATA / "features-nvidia.json"),
+             (DATA / "knowledge-h100-cpu.db.gz", DATA / "features-cpu.json"),
+             (DATA / "knowledge-epyc-cpu.db.gz", DATA / "features-epyc.json"), *[(Path(a), Path(b)) for a, b in extra]]
+    for db, features in pairs:
+        if db.suffix == ".gz":
+            plain = tmp / db.stem
+            with gzip.open(db) as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            db = plain
+        text = features.read_text()  # the saved output may start with a warning pyopencl printed
+        device = device_from_json(json.loads(text[text.index("{"):])["device"])
+        with Store(db, readonly=True) as store:
+            recs = list(store.records())
+        for name in {r.device for r in recs}:
+            devices[name] = device
+        records += recs
+    return records, devices
+
+
+def schemes(data, synthetic: set, seed: int) -> dict[str, list[tuple[str, list[int], list[int]]]]:
+    n = len(data.cases)
+    everything = np.arange(n)
+    rng = np.random.default_rng(seed)
+    folds = np.array_split(rng.permutation(n), 10)
+    out = {"10-fold": [(f"fold {i}", sorted(set(everything) - set(f)), sorted(f)) for i, f in enumerate(folds)]}
+    syn = [i for i, c in enumerate(data.cases) if c.program_hash in synthetic]
+    real = [i for i, c in enumerate(data.cases) if c.program_hash not in synthetic]
+    out["synthetic-train/real-test"] = [("synthetic -> examples", syn, real)]
+    for scheme, attribute in (("leave one device out", "device"), ("leave one program out", "program_hash"),
+                              ("leave one size out", "size")):
+        values = sorted({getattr(c, attribute) for c in data.cases})
+        out[scheme] = [(value if attribute != "program_hash" else
+                        next(c.program_name for c in data.cases if c.program_hash == value),
+                        [i for i, c in enumerate(data.cases) if getattr(c, attribute) != value],
+                        [i for i, c in enumerate(data.cases) if getattr(c, attribute) == value])
+                       for value in values]
+    return out
+
+
+def name_cases(results: dict, data) -> dict:
+    """Each case's program, device and size beside its index."""
+    for method in results.values():
+        for case in method["cases"]:
+            c = data.cases[int(case["case"])]
+            case.update(case=int(case["case"]), program=c.program_name, device=c.device, size=c.size)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--db", action="append", default=[], help="a further results store (with --features)")
+    parser.add_argument("--features", action="append", default=[], help="its device's `imagecl features` JSON")
+    parser.add_argument("--methods", default="j48,forest,boosting,bagged_nn")
+    parser.add_argument("--schemes", help="comma-separated subset of the scheme names")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if len(args.db) != len(args.features):
+        parser.error("give one --features per --db")
+    methods = args.methods.split(",")
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        records, devices = load(list(zip(args.db, args.features)), Path(tmp))
+    progs, synthetic = programs()
+    data, skipped = assemble(records, progs, devices)
+    print(f"{len(data.keys)} measurements ({int(data.ok.sum())} ok) in {len(data.cases)} cases; "
+          f"{skipped} records of unknown programs or devices left out", flush=True)
+    report = {"date": time.strftime("%Y-%m-%d"), "devices": sorted(devices), "measurements": len(data.keys),
+              "ok": int(data.ok.sum()), "cases": len(data.cases), "methods": methods, "schemes": {}}
+    wanted = set(args.schemes.split(",")) if args.schemes else None
+    for scheme, splits in schemes(data, synthetic, args.seed).items():
+        if wanted and scheme not in wanted:
+            continue
+        pooled: dict[str, list] = {}
+        done = []
+        for label, train, test in splits:
+            if not train or not test:
+                continue
+            for m, results in evaluate_split(data, train, test, methods, args.seed).items():
+                pooled.setdefault(m, []).extend(results)
+            done.append(label)
+            # written after every split, so that a run stopped early keeps what it finished
+            report["schemes"][scheme] = {"splits": done, "all_splits": [s[0] for s in splits],
+                                         **name_cases(results_json(pooled), data)}
+            Path(args.out).write_text(json.dumps(report, indent=1, default=float))
+        print(f"\n{scheme} ({len(splits)} splits, {time.monotonic() - start:.0f} s)")
+        for m, results in pooled.items():
+            s = summarize(results)
+            print(f"  {m:12s} oracle share {s['share_of_oracle']:.3f} (min {s['min_share_of_oracle']:.2f})  "
+                  f"x default {s['speedup_over_default']:.2f}  x best single {s['speedup_over_best_single']:.2f}  "
+                  f"illegal {s['illegal_share']:.3f}  top-10 {s['few_shot_share_of_oracle']:.3f}", flush=True)
+    Path(args.out).write_text(json.dumps(report, indent=1, default=float))
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

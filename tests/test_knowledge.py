@@ -1,0 +1,193 @@
+"""Zero-shot tuning knowledge (imagecl.tuner.knowledge): the table built from records, models
+that learn where the best configuration depends on a feature, legality, and the evaluation's
+metrics against hand-computed values."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import imagecl
+from imagecl.features import CONFIG_FIELDS, encode_config
+from imagecl.tuner.knowledge import J48Baseline, PairRanker, assemble, device_from_json, predict, seeds
+from imagecl.tuner.knowledge.dataset import Dataset, limits_from_features
+from imagecl.tuner.knowledge.evaluate import best_single, case_result, evaluate_split, summarize
+from imagecl.tuner.store import Record, canonical_config, text_hash
+
+ROOT = Path(__file__).resolve().parent.parent
+SOBEL = ROOT / "examples" / "sobel.icl"
+WG_X = list(CONFIG_FIELDS).index("wg_x")
+
+
+@pytest.fixture(scope="module")
+def device():
+    text = (ROOT / "benchmarks" / "results" / "knowledge" / "features-cpu.json").read_text()
+    return device_from_json(json.loads(text[text.index("{"):])["device"])
+
+
+@pytest.fixture(scope="module")
+def sobel():
+    return imagecl.load(str(SOBEL))
+
+
+def _records(sobel, device, n=6):
+    space = sobel.space_for_limits(limits_from_features(device), (64, 64))
+    configs = [space.complete(space.defaults)] + space.random(n - 1, seed=3)
+    h = text_hash(SOBEL.read_text())
+    out = []
+    for i, c in enumerate(configs):
+        failed = i == 2
+        out.append(Record(config=c, status="invalid_work_group" if failed else "ok",
+                          time=None if failed else 1e-3 * (i + 1), program_name="sobel", program_hash=h,
+                          device=device.name, driver="d", problem_size="64x64"))
+    return out, space
+
+
+def test_assembly_matches_records(sobel, device):
+    records, space = _records(sobel, device)
+    stray = Record(config={}, status="ok", time=1.0, program_hash="unknown", device=device.name, problem_size="8x8")
+    data, skipped = assemble([*records, stray], {records[0].program_hash: sobel}, {device.name: device})
+    assert skipped == 1 and len(data.cases) == 1 and len(data.keys) == len(records)
+    assert data.status == [r.status for r in records]
+    assert np.isnan(data.log_time[2]) and not data.ok[2]
+    assert data.log_time[4] == pytest.approx(math.log(5e-3))
+    assert data.keys == [canonical_config(r.config) for r in records]
+    assert data.default_key[0] == canonical_config(space.complete(space.defaults))
+    for i in (0, 3):  # each row is the configuration's own encoding on that device and size
+        expected = encode_config(sobel, space, records[i].config, (64, 64)).to_vector()
+        np.testing.assert_allclose(data.config_features[i], expected)
+    width = data.case_features.shape[1]
+    np.testing.assert_allclose(data.pair_features()[:, width:], data.config_features)
+
+
+def _toy(fail_wide: bool = False, seed: int = 0) -> Dataset:
+    """Cases with one feature f; configurations differ in wg_x. The best wg_x is 2 where f < 0.5
+    and 8 where f >= 0.5; wg_x 16 always fails when `fail_wide` (and would be fastest)."""
+    rng = np.random.default_rng(seed)
+    wgs = [1, 2, 4, 8] + ([16] if fail_wide else [])
+    cases, case_features, enc, case, status, log_time = [], [], [], [], [], []
+    for c in range(40):
+        f = rng.random()
+        best = 2 if f < 0.5 else 8
+        cases.append(c)
+        case_features.append([f, rng.random()])
+        for wg in wgs:
+            row = np.zeros(len(CONFIG_FIELDS))
+            row[WG_X] = wg
+            enc.append(row)
+            case.append(c)
+            if wg == 16:
+                status.append("invalid_work_group")
+                log_time.append(math.nan)
+            else:
+                status.append("ok")
+                log_time.append(abs(math.log2(wg) - math.log2(best)) + 0.01 * rng.random())
+    return Dataset(cases=cases, case_features=np.array(case_features), config_features=np.array(enc),
+                   case=np.array(case), configs=[{} for _ in case], keys=[str(i) for i in range(len(case))],
+                   status=status, log_time=np.array(log_time), default_key={})
+
+
+def _candidates(wgs):
+    enc = np.zeros((len(wgs), len(CONFIG_FIELDS)))
+    enc[:, WG_X] = wgs
+    return enc
+
+
+@pytest.mark.parametrize("kind", ["forest", "boosting"])
+def test_ranker_learns_feature_dependent_best(kind):
+    model = PairRanker(kind).fit(_toy(), range(40))
+    candidates = _candidates([1, 2, 4, 8])
+    for f, best in ((0.1, 2), (0.3, 2), (0.7, 8), (0.9, 8)):
+        order, seconds = model.rank(np.array([f, 0.5]), candidates)
+        assert candidates[order[0], WG_X] == best
+        assert seconds[order[0]] == seconds.min()
+
+
+def test_j48_learns_feature_dependent_best():
+    data = _toy()
+    model = J48Baseline().fit(data, range(40))
+    portable = data.portable(np.arange(4))  # the four configurations of one case
+    for f, best in ((0.1, 2), (0.9, 8)):
+        chosen = model.choose(np.array([f, 0.5]), portable, np.ones(4, dtype=bool))
+        assert portable[chosen][0] == best  # wg_x is PORTABLE_FIELDS' first
+    # a label the target cannot run lands on the nearest allowed candidate, never a forbidden one
+    allowed = np.array([True, False, True, False])
+    chosen = model.choose(np.array([0.9, 0.5]), portable, allowed)
+    assert allowed[chosen] and portable[chosen][0] == 4
+
+
+def test_failures_and_refused_never_ranked():
+    model = PairRanker("forest").fit(_toy(fail_wide=True), range(40))
+    candidates = _candidates([1, 2, 4, 8, 16])
+    order, _ = model.rank(np.array([0.9, 0.5]), candidates)
+    assert 4 not in order and len(order) == 4
+    refused = np.array([False, False, False, True, False])  # the best, wg_x 8, refused by a client
+    order, _ = model.rank(np.array([0.9, 0.5]), candidates, refused)
+    assert set(order) == {0, 1, 2} and candidates[order[0], WG_X] == 4
+
+
+def test_predict_returns_only_legal_configurations(sobel, device):
+    records, space = _records(sobel, device, n=12)
+    data, _ = assemble(records, {records[0].program_hash: sobel}, {device.name: device})
+    model = PairRanker("forest").fit(data, [0])
+    refused = [records[5].config]
+    out = predict(model, sobel, device, (64, 64), refused=refused, kernel_work_group_limit=64)
+    assert out, "some configuration must remain"
+    keys = {canonical_config(p.config) for p in out}
+    assert canonical_config(records[5].config) not in keys
+    for p in out:
+        assert p.config.get("wg_x", 1) * p.config.get("wg_y", 1) <= 64
+        assert space.complete(p.config) == p.config  # valid in the device's space
+        assert p.p_fail <= 0.5
+    assert [p.seconds for p in out] == sorted(p.seconds for p in out)
+    # given candidates: the refused one is among them and still never returned
+    ok = [r.config for r in records if r.status == "ok"]
+    given = predict(model, sobel, device, (64, 64), candidates=ok, refused=refused)
+    assert {canonical_config(p.config) for p in given} <= {canonical_config(c) for c in ok} - \
+        {canonical_config(records[5].config)}
+    assert len(given) >= 1
+    # a strategy's seeds: the same top configurations, in the same order
+    assert seeds(model, sobel, device, (64, 64), k=3, candidates=ok) == \
+        [p.config for p in predict(model, sobel, device, (64, 64), candidates=ok)][:3]
+
+
+def test_case_metrics_hand_computed():
+    times = np.array([2.0, 1.0, math.nan, 4.0])  # the oracle is 1.0; candidate 2 failed
+    r = case_result(0, times, chosen=0, default=3, single=0, few_shot=[2, 0, 1])
+    assert (r.share, r.speedup_default, r.speedup_single, r.illegal) == (0.5, 2.0, 1.0, False)
+    assert r.share_few_shot == 1.0
+    r = case_result(0, times, chosen=2, default=3, single=1)  # illegal: scored as the default
+    assert r.illegal and r.share == 0.25 and r.speedup_default == 1.0 and r.speedup_single == 0.25
+    s = summarize([case_result(0, times, 0, 3, 0), case_result(1, times, 1, 3, 0), case_result(2, times, 2, 3, 0)])
+    assert s["share_of_oracle"] == pytest.approx((0.5 + 1.0 + 0.25) / 3)
+    assert s["speedup_over_default"] == pytest.approx((2.0 * 4.0 * 1.0) ** (1 / 3))
+    assert s["speedup_over_best_single"] == pytest.approx((1.0 * 2.0 * 0.5) ** (1 / 3))
+    assert s["illegal_share"] == pytest.approx(1 / 3)
+
+
+def _table(times: list[list[float]]) -> Dataset:
+    """Cases (rows of `times`) of configurations wg_x 1, 2, 4; NaN: failed."""
+    wgs = [1, 2, 4]
+    n = len(times)
+    return Dataset(cases=list(range(n)), case_features=np.zeros((n, 1)), config_features=np.tile(_candidates(wgs), (n, 1)),
+                   case=np.repeat(np.arange(n), 3), configs=[{}] * (3 * n), keys=[str(w) for w in wgs] * n,
+                   status=["ok" if not math.isnan(t) else "failed" for row in times for t in row],
+                   log_time=np.log(np.array(times, dtype=float).ravel()), default_key={})
+
+
+def test_best_single_is_best_mean_share_not_most_wins():
+    # shares of the oracle: wg 1 (1, .25, 1) mean .75; wg 2 (.8, .8, .8) mean .8; wg 4 (.25, 1, .25)
+    assert best_single(_table([[1, 1.25, 4], [4, 1.25, 1], [1, 1.25, 4]]), range(3))[0] == 2
+    # a failure scores 0: wg 2 (.8, .8, 0) mean .53 loses to wg 1
+    assert best_single(_table([[1, 1.25, 4], [4, 1.25, 1], [1, math.nan, 4]]), range(3))[0] == 1
+
+
+def test_split_evaluation_beats_best_single_on_toy():
+    results = evaluate_split(_toy(), range(30), range(30, 40), ["forest", "j48"])
+    assert {len(v) for v in results.values()} == {10}
+    assert summarize(results["forest"])["share_of_oracle"] > 0.95
+    assert summarize(results["j48"])["share_of_oracle"] > 0.85
+    assert summarize(results["best_single"])["share_of_oracle"] < 0.8

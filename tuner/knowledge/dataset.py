@@ -1,0 +1,136 @@
+"""Measured records as a table for models that carry tuning knowledge across cases.
+
+A case is one (program, device, problem size); each measured configuration of a case is one row:
+the program's features, the device's, the size's and the configuration's encoding
+(imagecl.features), with log(seconds) for configurations that ran and their failure kind for
+those that did not. Failures stay in the table: they train the legality classifier.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional
+
+import numpy as np
+
+from imagecl.features import CONFIG_FIELDS, DeviceFeatures, encode_columns, features_of, size_features
+from imagecl.space import DeviceLimits
+
+from ..store import Record, canonical_config
+
+# configuration fields that mean the same in every program's space: what identifies "one
+# configuration" across programs (J48's labels, the best single configuration)
+PORTABLE_FIELDS = ("wg_x", "wg_y", "wg_z", "px_x", "px_y", "px_z", "interleaved", "image_images_fraction",
+                   "local_images_fraction", "constant_arrays_fraction", "interior", "vector_x",
+                   "unroll_log2_mean", "unroll_full_fraction")
+_PORTABLE_INDEX = [list(CONFIG_FIELDS).index(f) for f in PORTABLE_FIELDS]
+
+
+@dataclass(frozen=True)
+class Case:
+    program_hash: str
+    program_name: str
+    device: str
+    size: str  # "WxH[xD]", x first
+
+    def shape_xyz(self) -> tuple[int, ...]:
+        return tuple(int(v) for v in self.size.split("x"))
+
+
+@dataclass
+class Dataset:
+    """Rows of measured configurations; `case[i]` indexes `cases`."""
+
+    cases: list[Case]
+    case_features: np.ndarray  # one row per case: program, device and size features
+    config_features: np.ndarray  # one row per measurement: the configuration's encoding
+    case: np.ndarray  # int, per row
+    configs: list[dict]
+    keys: list[str]  # canonical configuration per row
+    status: list[str]
+    log_time: np.ndarray  # NaN where status is not ok
+    default_key: dict[int, str] = field(default_factory=dict)  # case -> its default configuration's key
+
+    @property
+    def ok(self) -> np.ndarray:
+        return np.array([s == "ok" for s in self.status], dtype=bool)
+
+    def pair_features(self, rows: Optional[np.ndarray] = None) -> np.ndarray:
+        rows = np.arange(len(self.case)) if rows is None else rows
+        return np.hstack([self.case_features[self.case[rows]], self.config_features[rows]])
+
+    def portable(self, rows: Optional[np.ndarray] = None) -> np.ndarray:
+        rows = np.arange(len(self.case)) if rows is None else rows
+        return self.config_features[rows][:, _PORTABLE_INDEX]
+
+    def rows_of(self, case: int) -> np.ndarray:
+        return np.flatnonzero(self.case == case)
+
+
+def limits_from_features(device: DeviceFeatures) -> DeviceLimits:
+    """The limits a configuration space needs, from a device's recorded features (offline: the
+    device itself need not be present)."""
+    sizes = tuple(int(s) for s in device.max_work_item_sizes) or (1,)
+    return DeviceLimits(name=device.name, max_work_group_size=int(device.max_work_group_size),
+                        max_work_item_sizes=sizes, local_mem_size=int(device.local_mem_bytes),
+                        max_constant_buffer_size=int(device.max_constant_buffer_bytes),
+                        image_support=bool(device.image_support),
+                        version=f"{device.version} (driver {device.driver})")
+
+
+def device_from_json(data: Mapping[str, Any]) -> DeviceFeatures:
+    """DeviceFeatures from the "device" object `imagecl features` prints."""
+    fields = {k: v for k, v in data.items() if k in DeviceFeatures.__dataclass_fields__}
+    return DeviceFeatures(**fields)
+
+
+def case_vector(program: Any, device: DeviceFeatures, shape_xyz: tuple[int, ...]) -> np.ndarray:
+    """Program, device and size features of one case (device NaNs, i.e. unmeasured rates, as 0)."""
+    return np.nan_to_num(np.concatenate([features_of(program).to_vector(), device.to_vector(),
+                                         np.array(list(size_features(shape_xyz).values()))]))
+
+
+def encode(program: Any, device: DeviceFeatures, shape_xyz: tuple[int, ...], configs: list[Mapping[str, int]]
+           ) -> tuple[np.ndarray, dict]:
+    """Encodings of `configs` of `program` on `device` at `shape_xyz`, and the space's default
+    configuration (parameters a configuration lacks take the default's values)."""
+    space = program.space_for_limits(limits_from_features(device), tuple(reversed(shape_xyz)))
+    default = space.complete(space.defaults)
+    columns = {p.name: np.array([int(c.get(p.name, default[p.name])) for c in configs]) for p in space.parameters}
+    return encode_columns(program, space, columns, shape_xyz), default
+
+
+def assemble(records: Iterable[Record], programs: Mapping[str, Any], devices: Mapping[str, DeviceFeatures]
+             ) -> tuple[Dataset, int]:
+    """The table of `records` whose program (by program_hash) and device (by name) are known;
+    returns it and how many records were left out for want of either."""
+    grouped: dict[Case, list[Record]] = {}
+    skipped = 0
+    for r in records:
+        if r.program_hash not in programs or r.device not in devices:
+            skipped += 1
+            continue
+        grouped.setdefault(Case(r.program_hash, r.program_name, r.device, r.problem_size), []).append(r)
+    cases, case_rows, enc, case_idx, configs, keys, status, log_time, defaults = [], [], [], [], [], [], [], [], {}
+    for i, (case, recs) in enumerate(sorted(grouped.items(), key=lambda kv: (kv[0].program_name, kv[0].program_hash,
+                                                                            kv[0].device, kv[0].size))):
+        program, device = programs[case.program_hash], devices[case.device]
+        shape = case.shape_xyz()
+        cases.append(case)
+        case_rows.append(case_vector(program, device, shape))
+        rows, default = encode(program, device, shape, [r.config for r in recs])
+        defaults[i] = canonical_config(default)
+        enc.append(rows)
+        for r in recs:
+            case_idx.append(i)
+            configs.append(dict(r.config))
+            keys.append(canonical_config(r.config))
+            status.append(r.status)
+            ok = r.status == "ok" and r.time is not None and r.time > 0
+            log_time.append(math.log(r.time) if ok else math.nan)
+    width = len(CONFIG_FIELDS)
+    data = Dataset(cases=cases, case_features=np.array(case_rows) if case_rows else np.empty((0, 0)),
+                   config_features=np.vstack(enc) if enc else np.empty((0, width)),
+                   case=np.array(case_idx, dtype=np.int64), configs=configs, keys=keys, status=status,
+                   log_time=np.array(log_time, dtype=np.float64), default_key=defaults)
+    return data, skipped

@@ -1,0 +1,124 @@
+"""Offline evaluation of zero-shot predictions (OmniTune, Table 1): train on some cases, predict
+for held-out ones, and score each prediction against what was measured there.
+
+Offline, a held-out case's candidates are its MEASURED configurations (a random sample of its
+space plus the default), so the oracle is the best measured one, not the space's true optimum.
+A prediction that fails where it was measured counts as illegal; the tuner would then run the
+default configuration, so that is the time it scores with.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .dataset import Dataset
+from .models import J48Baseline, PairRanker, nearest_candidate
+
+FEW_SHOT = 10  # measurements a few-shot tuner spends on the top-ranked candidates
+
+
+@dataclass
+class CaseResult:
+    case: int
+    share: float  # oracle time / time of what was predicted (default's time where that failed)
+    speedup_default: float  # default's time / predicted's
+    speedup_single: float  # best single configuration's time / predicted's
+    illegal: bool
+    share_few_shot: float = math.nan  # oracle / best of the top FEW_SHOT ranked (rankers only)
+
+
+def case_result(case: int, times: np.ndarray, chosen: Optional[int], default: Optional[int],
+                single: Optional[int], few_shot: Sequence[int] = ()) -> CaseResult:
+    """Scores for one held-out case: `times` per candidate (NaN where it failed), the indices of
+    the predicted, default and best-single candidates (None: nothing legal was returned)."""
+    def effective(i: Optional[int]) -> float:
+        if i is not None and not math.isnan(times[i]):
+            return float(times[i])
+        return float(times[default]) if default is not None else math.nan
+
+    oracle = float(np.nanmin(times))
+    illegal = chosen is None or math.isnan(times[chosen])
+    t = effective(chosen)
+    t_default = float(times[default]) if default is not None else math.nan
+    legal_top = [times[i] for i in few_shot if not math.isnan(times[i])]
+    return CaseResult(case=case, share=oracle / t, speedup_default=t_default / t,
+                      speedup_single=effective(single) / t, illegal=illegal,
+                      share_few_shot=oracle / min(legal_top) if legal_top else math.nan)
+
+
+def _geomean(values: Sequence[float]) -> float:
+    v = np.array([x for x in values if not math.isnan(x) and x > 0])
+    return float(np.exp(np.mean(np.log(v)))) if len(v) else math.nan
+
+
+def summarize(results: Sequence[CaseResult]) -> dict:
+    """Mean share of the oracle, its minimum, geometric-mean speedups, illegal share."""
+    shares = [r.share for r in results if not math.isnan(r.share)]
+    few = [r.share_few_shot for r in results if not math.isnan(r.share_few_shot)]
+    return {"cases": len(results),
+            "share_of_oracle": float(np.mean(shares)) if shares else math.nan,
+            "min_share_of_oracle": float(np.min(shares)) if shares else math.nan,
+            "speedup_over_default": _geomean([r.speedup_default for r in results]),
+            "speedup_over_best_single": _geomean([r.speedup_single for r in results]),
+            "illegal_share": float(np.mean([r.illegal for r in results])) if results else math.nan,
+            "few_shot_share_of_oracle": float(np.mean(few)) if few else math.nan}
+
+
+def best_single(data: Dataset, cases: Sequence[int]) -> Optional[np.ndarray]:
+    """The portable encoding with the best mean share of the oracle over the training cases that
+    measured it (failures score 0), among those measured in at least a fifth of them."""
+    portable = data.portable()
+    scores: dict[tuple, list[float]] = {}
+    for c in cases:
+        rows = data.rows_of(c)
+        if not data.ok[rows].any():
+            continue
+        oracle = np.nanmin(data.log_time[rows])
+        seen = set()
+        for r in rows:
+            key = tuple(np.round(portable[r], 6))
+            if key in seen:
+                continue
+            seen.add(key)
+            scores.setdefault(key, []).append(0.0 if math.isnan(data.log_time[r])
+                                              else math.exp(oracle - data.log_time[r]))
+    need = max(1, len(cases) // 5)
+    ranked = sorted(((float(np.mean(v)), k) for k, v in scores.items() if len(v) >= need), reverse=True)
+    return np.array(ranked[0][1]) if ranked else None
+
+
+def evaluate_split(data: Dataset, train: Sequence[int], test: Sequence[int], methods: Sequence[str],
+                   seed: int = 0) -> dict[str, list[CaseResult]]:
+    """Train every method on `train` cases and score it on each `test` case."""
+    single = best_single(data, train)
+    models = {}
+    for m in methods:
+        models[m] = J48Baseline(seed).fit(data, train) if m == "j48" else PairRanker(m, seed).fit(data, train)
+    out: dict[str, list[CaseResult]] = {m: [] for m in [*methods, "best_single"]}
+    portable = data.portable()
+    for c in test:
+        rows = data.rows_of(c)
+        times = np.exp(data.log_time[rows])
+        if np.all(np.isnan(times)):
+            continue  # nothing ran: no oracle to compare with
+        keys = [data.keys[r] for r in rows]
+        default = keys.index(data.default_key[c]) if data.default_key.get(c) in keys else None
+        allowed = np.ones(len(rows), dtype=bool)
+        s = nearest_candidate(portable[rows], single, allowed) if single is not None else None
+        out["best_single"].append(case_result(c, times, s, default, s))
+        vec = data.case_features[c]
+        for m, model in models.items():
+            if m == "j48":
+                chosen, top = model.choose(vec, portable[rows], allowed), []
+            else:
+                order, _ = model.rank(vec, data.config_features[rows])
+                chosen, top = (int(order[0]) if len(order) else None), list(order[:FEW_SHOT])
+            out[m].append(case_result(c, times, chosen, default, s, top))
+    return out
+
+
+def results_json(results: dict[str, list[CaseResult]]) -> dict:
+    return {m: {"summary": summarize(r), "cases": [asdict(x) for x in r]} for m, r in results.items()}

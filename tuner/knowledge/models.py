@@ -1,0 +1,170 @@
+"""Zero-shot models: which configuration of a case nobody measured should run first.
+
+`PairRanker` scores (case, configuration) pairs: a regressor predicts a configuration's log time
+relative to its case's median (so that the trees spend their splits on what the configuration
+changes, not on how slow a case is overall), a second one the case's median, and a classifier the
+chance that the configuration fails (work-group limits of the built kernel, resources, wrong
+output). `J48Baseline` is OmniTune's baseline: a decision tree from the case's features straight
+to the best configuration seen. Both return only candidates they are given, never a predicted or
+known failure, so what they return is legal in the target's space by construction.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .dataset import Dataset
+
+FAIL_THRESHOLD = 0.5  # predicted failure probability above which a candidate is left out
+REGRESSORS = ("forest", "boosting", "bagged_nn")
+
+
+def _regressor(kind: str, seed: int) -> Any:
+    if kind == "forest":
+        from sklearn.ensemble import ExtraTreesRegressor
+
+        return ExtraTreesRegressor(n_estimators=80, min_samples_leaf=2, max_features=0.5, n_jobs=1,
+                                   random_state=seed)
+    if kind == "boosting":
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        return HistGradientBoostingRegressor(max_iter=300, learning_rate=0.08, random_state=seed)
+    if kind == "bagged_nn":
+        return _StandardizedNN(seed)
+    raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
+
+
+class _StandardizedNN:
+    """tuner.models' bagged network (k members, each early-stopped on its own fold) on
+    standardized, log-compressed inputs: the features span many orders of magnitude."""
+
+    def __init__(self, seed: int) -> None:
+        from ..models import BaggedNeuralNetwork
+
+        self.net = BaggedNeuralNetwork(k=5, hidden=(64, 32), epochs=400, seed=seed)
+
+    def _x(self, X: np.ndarray) -> np.ndarray:
+        Z = np.sign(X) * np.log1p(np.abs(X))
+        return (Z - self.mu) / self.sd
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> "_StandardizedNN":
+        Z = np.sign(X) * np.log1p(np.abs(X))
+        self.mu, self.sd = Z.mean(axis=0), Z.std(axis=0)
+        self.sd[self.sd == 0] = 1.0
+        self.net.fit(self._x(X), y)
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.net.predict(self._x(X))[0]
+
+
+class PairRanker:
+    """Ranks a case's candidate configurations by predicted time, predicted failures left out."""
+
+    def __init__(self, kind: str = "forest", seed: int = 0) -> None:
+        if kind not in REGRESSORS:
+            raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
+        self.kind, self.seed = kind, seed
+
+    def fit(self, data: Dataset, cases: Sequence[int]) -> "PairRanker":
+        from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
+
+        rows = np.flatnonzero(np.isin(data.case, np.asarray(cases)))
+        ok = rows[data.ok[rows]]
+        if len(ok) == 0:
+            raise ValueError("no successful measurements to learn from")
+        medians = {c: float(np.median(data.log_time[ok[data.case[ok] == c]])) for c in np.unique(data.case[ok])}
+        relative = data.log_time[ok] - np.array([medians[c] for c in data.case[ok]])
+        self.regressor = _regressor(self.kind, self.seed).fit(data.pair_features(ok), relative)
+        known = sorted(medians)
+        self.level = ExtraTreesRegressor(n_estimators=50, min_samples_leaf=1, random_state=self.seed).fit(
+            data.case_features[known], np.array([medians[c] for c in known]))
+        failed = ~data.ok[rows]
+        self.classifier = None
+        if failed.any() and not failed.all():
+            self.classifier = ExtraTreesClassifier(n_estimators=80, min_samples_leaf=1, max_features=0.5,
+                                                   class_weight="balanced", n_jobs=1, random_state=self.seed
+                                                   ).fit(data.pair_features(rows), failed)
+        self.always_fails = bool(failed.all())
+        return self
+
+    def score(self, case_vector: np.ndarray, configs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted seconds and failure probability of each encoded configuration (rows of
+        `configs`) of the case `case_vector`."""
+        X = np.hstack([np.repeat(case_vector[None, :], len(configs), axis=0), configs])
+        level = float(self.level.predict(case_vector[None, :])[0])
+        seconds = np.exp(self.regressor.predict(X) + level)
+        if self.classifier is not None:
+            p_fail = self.classifier.predict_proba(X)[:, list(self.classifier.classes_).index(True)]
+        else:
+            p_fail = np.full(len(configs), 1.0 if self.always_fails else 0.0)
+        return seconds, p_fail
+
+    def rank(self, case_vector: np.ndarray, configs: np.ndarray, refused: Optional[np.ndarray] = None
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """Candidate indices fastest first, without predicted failures or `refused` (a mask);
+        and the predicted seconds of all candidates."""
+        seconds, p_fail = self.score(case_vector, configs)
+        keep = p_fail <= FAIL_THRESHOLD
+        if refused is not None:
+            keep &= ~refused
+        order = np.flatnonzero(keep)
+        return order[np.argsort(seconds[order], kind="stable")], seconds
+
+
+def _portable_distance(targets: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(np.log2(1 + targets) - np.log2(1 + wanted)[None, :], axis=1)
+
+
+def nearest_candidate(candidates: np.ndarray, wanted: np.ndarray, allowed: np.ndarray) -> Optional[int]:
+    """The allowed candidate (portable encodings, rows) equal to `wanted`, else the nearest one
+    (log2-scaled distance): how a configuration learned on one program lands in another's space."""
+    idx = np.flatnonzero(allowed)
+    if len(idx) == 0:
+        return None
+    d = _portable_distance(candidates[idx], wanted)
+    return int(idx[np.argmin(d)])
+
+
+class J48Baseline:
+    """OmniTune's J48 baseline: a decision tree from case features to the portable encoding of
+    the best measured configuration (sklearn's CART standing in for C4.5)."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def fit(self, data: Dataset, cases: Sequence[int]) -> "J48Baseline":
+        import warnings
+
+        from sklearn.tree import DecisionTreeClassifier
+
+        labels, features = [], []
+        portable = data.portable()
+        for c in cases:
+            rows = data.rows_of(c)
+            rows = rows[data.ok[rows]]
+            if len(rows) == 0:
+                continue
+            labels.append(tuple(np.round(portable[rows[np.argmin(data.log_time[rows])]], 6)))
+            features.append(data.case_features[c])
+        if not labels:
+            raise ValueError("no successful measurements to learn from")
+        self.classes = sorted(set(labels))
+        y = np.array([self.classes.index(label) for label in labels])
+        with warnings.catch_warnings():  # nearly one label per case is what OmniTune's baseline is
+            warnings.simplefilter("ignore", UserWarning)
+            self.tree = DecisionTreeClassifier(random_state=self.seed).fit(np.array(features), y)
+        return self
+
+    def choose(self, case_vector: np.ndarray, portable: np.ndarray, allowed: np.ndarray) -> Optional[int]:
+        """The candidate (rows of `portable`, only where `allowed`) for the most probable label
+        that some allowed candidate matches exactly, else the one nearest the top label."""
+        proba = self.tree.predict_proba(case_vector[None, :])[0]
+        order = [self.tree.classes_[i] for i in np.argsort(-proba, kind="stable") if proba[i] > 0]
+        for label in order:
+            wanted = np.array(self.classes[label])
+            exact = np.flatnonzero(allowed & np.all(np.isclose(portable, wanted[None, :]), axis=1))
+            if len(exact):
+                return int(exact[0])
+        return nearest_candidate(portable, np.array(self.classes[order[0]]), allowed)
