@@ -160,3 +160,29 @@ def test_cli_lists_and_removes(registry, prog, tmp_path):
     assert outside.read_text() == "{}"
     bad = _cli("tuned", "--size", "32x24", env=env)
     assert bad.returncode != 0 and "--remove" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_tune_never_records_a_configuration_slower_than_naive(registry, tmp_path, monkeypatch, capsys):
+    """The search's winner, timed again, is made 1000x slower than the naive variant: `tune` then
+    writes and records the default configuration instead."""
+    import imagecl.tuner.live as live
+    from imagecl.cli import main
+
+    real = live.confirm_best
+
+    def slower(measurer, history, **kw):
+        config, _, info = real(measurer, [(c, t) for c, t in history if c != {}], **kw)
+        naive = min(t for c, t in history if t is not None)
+        return {**config, "px_x": 2}, naive * 1000, info
+
+    monkeypatch.setattr(live, "confirm_best", slower)
+    out = tmp_path / "out"
+    code = main(["tune", str(EXAMPLES / "box_blur.icl"), "--size", "16x8", "--budget", "2", "--confirm", "0",
+                 "--strategy", "random", "-o", str(out)])
+    assert code == 0
+    assert "slower than the default one" in capsys.readouterr().err
+    p = imagecl.compile(SOURCE)
+    default = p.space_for(problem_shape=(8, 16)).complete({})
+    (rec,) = tuned.records()
+    assert rec.configuration == default and rec.seconds == rec.naive_seconds
+    assert json.loads((out / "box_blur.json").read_text())["configuration"] == default
