@@ -118,9 +118,13 @@ class Program:
         a size, the largest tuned one), else the naive variant."""
         shape = None if size is None else tuple(int(s) for s in reversed(tuple(size)))
         if config is None:
-            cl_device = select_device(device)
-            space = self.space_for_limits(DeviceLimits.of(cl_device), shape)
-            config = self.pinned if self.pinned is not None else self.tuned_config(cl_device, space, size)
+            config = self.pinned
+        if config is None:
+            from . import tuned
+
+            if tuned.has_records(self):  # else no device is needed to show the naive variant
+                cl_device = select_device(device)
+                config = self.tuned_config(cl_device, self.space_for_limits(DeviceLimits.of(cl_device), shape), size)
         if config is None:
             return self.source_of(VariantPlan.naive(self.info), [])
         full = self.space_for(device, shape).complete(config)

@@ -121,6 +121,12 @@ def record(program, device, config: dict, problem_shape: Optional[tuple] = None,
     return Outcome(True, path, old_seconds)
 
 
+def has_records(program) -> bool:
+    """Whether any device has a record of `program` (cheap: no device is opened)."""
+    folder = registry_dir() / program_key(program.info.unit)
+    return folder.is_dir() and any(folder.glob("*.json"))
+
+
 @dataclass
 class Found:
     configuration: dict
