@@ -526,6 +526,8 @@ def _tuned(args) -> int:
 
     if args.remove is None and (args.device is not None or args.size is not None):
         raise ArgumentError("--device and --size select what --remove removes")
+    if args.remove is not None and not args.remove.strip():
+        raise ArgumentError("--remove needs a kernel name, program file or program hash")
     if args.remove is not None:
         size = list(reversed(parse_size(args.size))) if args.size else None
         gone = tuned.remove(args.remove, args.device, size)

@@ -57,6 +57,8 @@ def _full(prog, config, shape):
 
 
 def test_program_key_follows_meaning_not_comments(prog):
+    empty = _cli("tuned", "--remove", "", env=env)
+    assert empty.returncode != 0 and "--remove needs" in empty.stderr and len(list(tuned.records())) == 1
     key = tuned.program_key(prog.info.unit)
     commented = SOURCE.replace("int sum = 0;", "int   sum=0; // running total\n/* more */")
     assert tuned.program_key(imagecl.compile(commented).info.unit) == key
