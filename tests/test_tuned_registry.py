@@ -206,3 +206,17 @@ def test_tune_never_records_a_configuration_slower_than_naive(registry, tmp_path
     (rec,) = tuned.records()
     assert rec.configuration == default and rec.seconds == rec.naive_seconds
     assert json.loads((out / "box_blur.json").read_text())["configuration"] == default
+
+
+def test_remove_never_changes_a_file_outside_the_registry(registry, prog, tmp_path):
+    """A folder in the registry that links elsewhere: its records are listed but never removed."""
+    elsewhere = tmp_path / "elsewhere"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IMAGECL_TUNED", str(elsewhere))
+        path = tuned.record(prog, imagecl.select_device(), SMALL, (24, 32), 1e-3).path
+    before = path.read_text()
+    registry.mkdir()
+    (registry / path.parent.name).symlink_to(path.parent, target_is_directory=True)
+    assert [r.size for r in tuned.records()] == [[32, 24]]
+    assert tuned.remove("box_blur") == []
+    assert path.read_text() == before
