@@ -511,7 +511,7 @@ def _tune(args) -> int:
     size_text = "x".join(str(s) for s in reversed(shape))
     if kept_naive:
         print(f"note: the best configuration found is slower than the default one ({naive_time * 1e3:.4f} ms); "
-              f"wrote and recorded the default configuration for {size_text} instead", file=sys.stderr)
+              f"wrote the default configuration for {size_text} instead", file=sys.stderr)
     if not outcome.kept:
         print(f"measurements in {mask(db)}; imagecl.load('{args.file}') keeps the configuration recorded earlier "
               f"for {size_text} on this device: it ran in {outcome.previous_seconds * 1e3:.4f} ms")
