@@ -151,6 +151,16 @@ def build_parser() -> argparse.ArgumentParser:
                                   "measured first",
                     others="other programs")
 
+    tl = sub.add_parser("tuned", help="list or remove the configurations 'tune' recorded for imagecl.load()",
+                        description="List the tuned configurations recorded in the registry ($IMAGECL_TUNED, else "
+                                    "~/.cache/imagecl/tuned): program, device and driver, size, time, configuration "
+                                    "and date; or remove some.")
+    tl.add_argument("--json", action="store_true", help="print a list of records as JSON")
+    tl.add_argument("--remove", metavar="PROGRAM_OR_HASH",
+                    help="remove the records of this kernel name, program file or program hash (or its prefix)")
+    tl.add_argument("--device", help="with --remove: only on devices whose description contains this")
+    tl.add_argument("--size", help="with --remove: only at this size WxH[xD]")
+
     tk = sub.add_parser("tune-kernel", help="tune a hand-written OpenCL kernel described by a Python file",
                         description="Run SPEC.py, which builds a TunableKernel called `kernel` (parameters, sizes, "
                                     "arguments, reference: see imagecl.tuner.kernel), tune it, and write the tuned "
@@ -474,10 +484,17 @@ def _tune(args) -> int:
                                                          progress=Progress("confirming the best", unit="series"))
     best = space.complete(best_config)
     predicted = result.info.get("predicted_seconds") if best_config == result.best_config else None
-    paths = export_tuned(program, best, out, device, shape, measured=best_time, predicted=predicted,
-                         inputs=read + database_files(db))
-    tuned.record(program.info.unit.source, device, best, shape, best_time)
     naive_time = default_time
+    recorded, kept_naive = best, False
+    if naive_time is not None and best_time > naive_time and best != space.complete(space.defaults):
+        # the winner, timed again, lost to the default configuration's single timing: never keep a
+        # configuration slower than the naive variant, so the default one is recorded instead
+        recorded, recorded_time, kept_naive = space.complete(space.defaults), naive_time, True
+    else:
+        recorded_time = best_time
+    paths = export_tuned(program, recorded, out, device, shape, measured=recorded_time,
+                         predicted=None if kept_naive else predicted, inputs=read + database_files(db))
+    outcome = tuned.record(program, device, recorded, shape, recorded_time, naive_seconds=naive_time)
     if confirmed["confirmed"]:
         print(f"confirmed: the {confirmed['confirmed']} fastest timed again with 15 launches each, in 5 rounds "
               "that take them in turn "
@@ -491,7 +508,46 @@ def _tune(args) -> int:
     print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements{compared}")
     print(f"configuration: {json.dumps(best)}")
     print("wrote " + ", ".join(str(p) for p in paths))
-    print(f"measurements in {mask(db)}; imagecl.load('{args.file}') now uses this configuration on this device")
+    size_text = "x".join(str(s) for s in reversed(shape))
+    if kept_naive:
+        print(f"note: the best configuration found is slower than the default one ({naive_time * 1e3:.4f} ms); "
+              f"wrote the default configuration for {size_text} instead", file=sys.stderr)
+    if not outcome.kept:
+        print(f"measurements in {mask(db)}; imagecl.load('{args.file}') keeps the configuration recorded earlier "
+              f"for {size_text} on this device: it ran in {outcome.previous_seconds * 1e3:.4f} ms")
+    else:
+        print(f"measurements in {mask(db)}; imagecl.load('{args.file}') now uses this configuration on this device "
+              f"for {size_text} (and the nearest sizes never tuned)")
+    return 0
+
+
+def _tuned(args) -> int:
+    from . import tuned
+
+    if args.remove is None and (args.device is not None or args.size is not None):
+        raise ArgumentError("--device and --size select what --remove removes")
+    if args.remove is not None and not args.remove.strip():
+        raise ArgumentError("--remove needs a kernel name, program file or program hash")
+    if args.remove is not None:
+        size = list(reversed(parse_size(args.size))) if args.size else None
+        gone = tuned.remove(args.remove, args.device, size)
+        if args.json:
+            print(json.dumps([r.as_json() for r in gone], indent=1))
+        else:
+            print(f"removed {len(gone)} record{'s' if len(gone) != 1 else ''}" if gone else
+                  f"nothing matched '{args.remove}' in {tuned.registry_dir()}")
+        return 0 if gone else 1
+    found = list(tuned.records())
+    if args.json:
+        print(json.dumps([r.as_json() for r in found], indent=1))
+        return 0
+    if not found:
+        print(f"no tuned configurations in {tuned.registry_dir()}")
+        return 0
+    for r in found:
+        time_text = "?" if r.seconds is None else f"{r.seconds * 1e3:.4f} ms"
+        print(f"{r.program} ({r.filename}, {r.program_key})  {r.device}  {tuned.size_key(r.size)}  {time_text}  "
+              f"{json.dumps(r.configuration, sort_keys=True)}  {r.date}")
     return 0
 
 
@@ -795,6 +851,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _results(args)
         if args.command == "tune":
             return _tune(args)
+        if args.command == "tuned":
+            return _tuned(args)
         if args.command == "tune-kernel":
             return _tune_kernel(args)
         if args.command == "simulate":

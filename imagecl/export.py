@@ -61,11 +61,13 @@ def describe_variant(program, config: Mapping[str, int], device=None, problem_sh
             entry["shape"] = _shape_rule(array)
         args.append(entry)
     from .runtime.devices import describe, select_device
+    from .tuned import program_key
 
     d = describe(select_device(device))
     return {
         "generator": f"imagecl {__version__}",
         "program": program.filename,
+        "program_key": program_key(info.unit),  # lets `imagecl.load(folder)` check the program is the one tuned
         "kernel": program.name,
         "opencl_kernel": program.kernel_symbol,
         "device": d.name,

@@ -28,8 +28,11 @@ class Program:
     `prog.space` is its tuning space on the default device; `prog(..., config=cfg)` runs a variant.
     """
 
-    def __init__(self, info: ProgramInfo) -> None:
+    def __init__(self, info: ProgramInfo, pinned: Optional[Mapping[str, Any]] = None) -> None:
         self.info = info
+        # a configuration loaded with the program (an exported `tune -o` folder): it replaces the registry
+        self.pinned = dict(pinned) if pinned is not None else None
+        self._warned_sizes: set = set()
         self._check_forced_local_memory()
 
     # ---- description ---------------------------------------------------------------
@@ -107,12 +110,26 @@ class Program:
         full = self.space_for(device).complete(config)
         return VariantPlan.from_config(self.info, full)
 
-    def opencl_source(self, config: Optional[Mapping[str, Any]] = None, device: Any = None) -> str:
-        """The OpenCL C source of the variant selected by `config` (None: the naive variant)."""
-        plan = self.plan(config, device)
-        lines = [] if config is None else [
-            "configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(self.space_for(device).complete(config).items()))]
-        return self.source_of(plan, lines)
+    def opencl_source(self, config: Optional[Mapping[str, Any]] = None, device: Any = None,
+                      size: Optional[tuple[int, ...]] = None) -> str:
+        """The OpenCL C source of the variant selected by `config`. Without one, the variant that
+        `prog(...)` runs: the configuration loaded with the program, else the one tuned on `device`
+        for `size` (width, height[, depth]; the nearest tuned size if that one never was; without
+        a size, the largest tuned one), else the naive variant."""
+        shape = None if size is None else tuple(int(s) for s in reversed(tuple(size)))
+        if config is None:
+            config = self.pinned
+        if config is None:
+            from . import tuned
+
+            if tuned.has_records(self):  # else no device is needed to show the naive variant
+                cl_device = select_device(device)
+                config = self.tuned_config(cl_device, self.space_for_limits(DeviceLimits.of(cl_device), shape), size)
+        if config is None:
+            return self.source_of(VariantPlan.naive(self.info), [])
+        full = self.space_for(device, shape).complete(config)
+        lines = ["configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(full.items()))]
+        return self.source_of(VariantPlan.from_config(self.info, full), lines)
 
     def source_of(self, plan: VariantPlan, config_lines: Optional[list[str]] = None) -> str:
         """The source of `plan`; plans that differ only in launch-only choices share it (the
@@ -147,7 +164,9 @@ class Program:
         check_device(prepared_buffers(self.info, prepared.arrays), cl_device)
         space = self.space_for_limits(DeviceLimits.of(cl_device), prepared.grid_shape)
         if config is None:
-            config = self.tuned_config(cl_device, space)
+            config = self.pinned
+        if config is None:
+            config = self.tuned_config(cl_device, space, tuple(reversed(prepared.grid_shape)))
         if config is None:
             plan = VariantPlan.naive(self.info)
         else:
@@ -162,19 +181,28 @@ class Program:
         launch = self.launch_for(plan, prepared)
         return launcher.run_kernel(cl_device, program, self.kernel_symbol, launch, prepared)
 
-    def tuned_config(self, device: Any = None, space: Optional[Space] = None) -> Optional[dict]:
-        """The configuration `imagecl tune` recorded for this program on `device`, if there is one
-        and it is valid here (for this problem size); else None (the naive variant)."""
+    def tuned_config(self, device: Any = None, space: Optional[Space] = None,
+                     size: Optional[tuple[int, ...]] = None) -> Optional[dict]:
+        """The configuration `imagecl tune` recorded for this program on `device` at `size` (width,
+        height[, depth]), else at the nearest tuned size (with a one-time warning naming both), if
+        it is valid here; else None (the naive variant). Without a size: the largest tuned one."""
         from . import tuned
 
         cl_device = select_device(device)
-        config = tuned.lookup(self.info.unit.source, cl_device)
-        if config is None:
+        found = tuned.lookup(self, cl_device, size)
+        if found is None:
             return None
         try:
-            return (space or self.space_for(cl_device)).complete(config)
+            config = (space or self.space_for(cl_device)).complete(found.configuration)
         except ConfigError:
             return None
+        if size is not None and not found.exact and (tuple(found.size or ()), tuple(size)) not in self._warned_sizes:
+            self._warned_sizes.add((tuple(found.size or ()), tuple(size)))
+            import warnings
+
+            warnings.warn(f"'{self.name}' was never tuned for {tuned.size_key(size)} on this device; using the "
+                          f"configuration tuned for {tuned.size_key(found.size)}", UserWarning, stacklevel=4)
+        return config
 
     def launch_for(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
         """Everything the host passes for one launch of `plan` on `prepared` arguments."""
@@ -208,8 +236,13 @@ def compile(source: str, filename: str = "<string>") -> Program:  # noqa: A001 -
 
 
 def load(path: str | Path) -> Program:
-    """Read and check a `.icl` file."""
+    """Read and check a `.icl` file; or, given a folder written by `imagecl tune -o DIR`, the
+    program it was tuned from, which then runs that folder's configuration by default."""
     p = Path(path)
+    if p.is_dir():
+        from .tuned_folder import load_folder
+
+        return load_folder(p)
     try:
         data = p.read_bytes()
     except FileNotFoundError:

@@ -274,7 +274,7 @@ def test_passes_off_leave_no_trace(name):
     """With interior=0 the source is the one the compiler generated before the passes existed:
     no second path, no vectors, no test."""
     prog = program(name, DEFAULT_MODE[name])
-    for text in (prog.opencl_source(None), source(name, {"interior": 0}),
+    for text in (prog.opencl_source({}), source(name, {"interior": 0}),
                  source(name, {"interior": 0, "px_x": 4, "local_dx" if name == "harris" else "local_input": 1})):
         for marker in ("imcl_inside", "_inside(", "vload", "vstore", "#pragma unroll", "imcl_reg_", "imcl_st_"):
             assert marker not in text, (name, marker)

@@ -57,6 +57,10 @@ def test_tune_confirms_its_fastest_configurations(tuned):
     confirmed = [r for r in records if len(r["times"]) >= 15 + 3]
     assert len(confirmed) == 4
     winner = min(confirmed, key=lambda r: r["time"])
+    if "slower than the default one" in result.stderr:  # then the default configuration is written instead
+        default = imagecl.load(EXAMPLES / "box_blur.icl").space_for(problem_shape=(31, 45)).defaults
+        assert description["configuration"] == default and description["measured_seconds"] < winner["time"]
+        return
     assert winner["config"] == description["configuration"]
     assert description["measured_seconds"] == pytest.approx(winner["time"])
     assert winner["time"] == pytest.approx(float(np.median(winner["times"])))
@@ -82,7 +86,14 @@ def test_tune_learns_from_other_sizes_in_the_database(tuned, tmp_path):
 def test_load_uses_the_tuned_configuration(tuned):
     out, _ = tuned
     prog = imagecl.load(EXAMPLES / "box_blur.icl")
-    config = prog.tuned_config()
+    config = prog.tuned_config(size=(45, 31))
+    # never a configuration slower than the naive variant, timed in the same tune
+    from imagecl import tuned as registry
+
+    (record,) = [r for r in registry.records() if r.program == "box_blur" and r.size == [45, 31]]
+    assert record.naive_seconds is not None
+    default = prog.space_for(problem_shape=(31, 45)).complete({})
+    assert record.seconds <= record.naive_seconds or record.configuration == default
     assert config == json.loads((out / "box_blur.json").read_text())["configuration"]
     img = np.random.default_rng(0).integers(0, 256, (31, 45), dtype=np.uint8)
     naive = prog(input=img, config={})  # an explicit (default) configuration bypasses the registry
