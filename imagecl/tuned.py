@@ -11,6 +11,7 @@ are ignored: they are never read, listed or changed.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import math
@@ -37,10 +38,15 @@ def _hash(text: str) -> str:
 def program_key(unit) -> str:
     """A hash of what a parsed program means: its token stream (comments and whitespace dropped)
     and its pragmas (names and arguments), so that editing a comment keeps its tunings."""
+    return _meaning_hash(unit.source, unit.filename)
+
+
+@functools.lru_cache(maxsize=256)  # every prog(...) call looks its tuning up: lex each source once
+def _meaning_hash(source: str, filename: str) -> str:
     from .frontend.parser import _parser
     from .frontend.pragmas import split_pragmas
 
-    stripped, pragmas = split_pragmas(unit.source, unit.filename)
+    stripped, pragmas = split_pragmas(source, filename)
     tokens = [[t.type, str(t)] for t in _parser().lex(stripped)]
     marks = [[p.name, [[a.name, list(a.values)] for a in p.args]] for p in pragmas]
     return _hash(json.dumps([tokens, marks]))
