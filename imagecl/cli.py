@@ -40,15 +40,13 @@ def _non_negative(text: str) -> int:
 
 
 def _seconds(text: str) -> float:
-    """A --timeout: a finite number of seconds > 0 (0, a negative number or nan would make every
-    variant a timeout)."""
+    """A --timeout, checked by the rule the API uses (runtime.isolated.check_timeout)."""
+    from .runtime.isolated import check_timeout
+
     try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"needs a finite number of seconds > 0, got '{text}'")
-    return value
+        return check_timeout(float(text))
+    except (ValueError, ArgumentError):
+        raise argparse.ArgumentTypeError(f"needs a finite number of seconds > 0, got '{text}'") from None
 
 
 def _search_options(parser: argparse.ArgumentParser, db_help: str, others: str) -> None:
