@@ -1,0 +1,74 @@
+"""Hash the OpenCL source of every example at sampled configurations, to show that a refactor of
+the compiler leaves the generated code unchanged (compare two runs' JSON with `--compare`).
+
+    python scripts/variant_hashes.py -o before.json            # on the old code
+    python scripts/variant_hashes.py --compare before.json     # on the new code: lists every change
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import imagecl
+from imagecl.codegen.variant import VariantPlan
+from imagecl.space import DeviceLimits
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+# two device shapes: a GPU-like one and a CPU-like one (no images, large work-groups)
+LIMITS = {
+    "gpu": DeviceLimits(name="gpu-like", max_work_group_size=1024, max_work_item_sizes=(1024, 1024, 64),
+                        local_mem_size=48 * 1024),
+    "cpu": DeviceLimits(name="cpu-like", max_work_group_size=4096, max_work_item_sizes=(4096, 4096, 4096),
+                        local_mem_size=256 * 1024, image_support=False, image2d_max=(0, 0), image3d_max=(0, 0, 0)),
+}
+
+
+def hashes(samples: int, seed: int) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for path in sorted(EXAMPLES.glob("*.icl")):
+        prog = imagecl.load(path)
+        out[f"{path.stem}/naive"] = _naive(prog)
+        for kind, limits in LIMITS.items():
+            space = prog.space_for_limits(limits)
+            for i, config in enumerate(space.random(samples, seed=seed)):
+                full = space.complete(config)
+                lines = ["configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(full.items()))]
+                source = prog.source_of(VariantPlan.from_config(prog.info, full), lines)
+                key = f"{path.stem}/{kind}/{json.dumps(full, sort_keys=True)}"
+                out[key] = hashlib.sha256(source.encode()).hexdigest()
+    return out
+
+
+def _naive(prog) -> str:
+    return hashlib.sha256(prog.source_of(VariantPlan.naive(prog.info), []).encode()).hexdigest()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--samples", type=int, default=300, help="configurations per example and device shape")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("-o", "--output", help="write the hashes here (JSON)")
+    ap.add_argument("--compare", metavar="FILE", help="compare with an earlier run's JSON")
+    args = ap.parse_args()
+    found = hashes(args.samples, args.seed)
+    if args.output:
+        Path(args.output).write_text(json.dumps(found, indent=0, sort_keys=True))
+    print(f"{len(found)} sources hashed")
+    if args.compare:
+        before = json.loads(Path(args.compare).read_text())
+        changed = sorted(k for k in before.keys() & found.keys() if before[k] != found[k])
+        missing = sorted(before.keys() - found.keys())
+        new = sorted(found.keys() - before.keys())
+        for label, keys in (("changed", changed), ("only before", missing), ("only now", new)):
+            print(f"{label}: {len(keys)}")
+            for k in keys[:20]:
+                print("   ", k)
+        return 1 if changed or missing or new else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
