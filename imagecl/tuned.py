@@ -133,6 +133,19 @@ def has_records(program) -> bool:
     return folder.is_dir() and any(folder.glob("*.json"))
 
 
+def stamp(program, device) -> tuple:
+    """What changes whenever the record lookup() would read for `program` on `device` changes
+    (its path, and its file's modification time, size and inode): a key for caching lookups."""
+    from .runtime.devices import device_key
+
+    path = _file(program_key(program.info.unit), device_key(device))
+    try:
+        st = path.stat()
+    except OSError:
+        return (str(path), None)
+    return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+
+
 @dataclass
 class Found:
     configuration: dict
@@ -218,4 +231,4 @@ def remove(program: str, device: Optional[str] = None, size: Optional[list[int]]
     return gone
 
 
-__all__ = ["registry_dir", "program_key", "record", "lookup", "records", "remove", "Record", "Found", "Outcome"]
+__all__ = ["registry_dir", "program_key", "record", "lookup", "stamp", "records", "remove", "Record", "Found", "Outcome"]
