@@ -4,7 +4,7 @@ Four ways to run the same variant (the one `prog(...)` picks at that size on tha
 image, each timed on the wall clock, median of `--repeats` after `--warmup` calls:
 
   numpy        prog(img, device=...)                    NumPy in, NumPy out (upload, download)
-  device       prog(d_img, queue=q, out="device")       device arrays in and out, then q.finish()
+  device       prog(d_img, queue=q, returns="device")       device arrays in and out, then q.finish()
   raw_kernel   built.enqueue().wait()                   the kernel from prog.build(q, size=...),
                                                         its arguments set once
   kernel       profiling-event time of raw_kernel's launches (the kernel alone)
@@ -62,13 +62,13 @@ def main() -> None:
     d_img = cla.to_device(queue, img)
 
     def device_call():
-        prog(d_img, queue=queue, out="device")
+        prog(d_img, queue=queue, returns="device")
         queue.finish()
 
     device_times = wall(device_call, args.repeats, args.warmup)
 
     built = prog.build(queue, size=(width, height))
-    outputs = prog(d_img, queue=queue, out="device")  # arrays of the outputs' shapes and dtypes
+    outputs = prog(d_img, queue=queue, returns="device")  # arrays of the outputs' shapes and dtypes
     (input_name,) = [p for p in prog.parameters if p not in prog.outputs]
     built.set_args(**{input_name: d_img}, **outputs)
     events = []

@@ -145,21 +145,21 @@ class Program:
 
     # ---- running ----------------------------------------------------------------------------------
     def __call__(self, *image: Any, device: Any = None, config: Optional[Mapping[str, Any]] = None,
-                 timeout: Optional[float] = None, queue: Any = None, out: str = "numpy", cast: bool = False,
+                 timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy", cast: bool = False,
                  **arguments: Any) -> dict[str, Any]:
-        """Run once and return every written array: NumPy arrays, or with out="device"
+        """Run once and return every written array: NumPy arrays, or with returns="device"
         pyopencl.array.Arrays on the run's queue (returned without waiting for the kernel).
         A program with one input array takes it positionally: `prog(img)`. Arrays may be NumPy or
         pyopencl.array.Array (used on the device in place, never copied to the host); the run
         goes to `queue` (a pyopencl.CommandQueue: its context and device), else the queue of
         the first device array, else the default device (or `device`). `cast=True` converts
         arrays of another dtype (astype) instead of refusing them."""
-        outputs, _ = self._run(self._with_positional(image, arguments), device, config, timeout, queue, out, cast,
+        outputs, _ = self._run(self._with_positional(image, arguments), device, config, timeout, queue, returns, cast,
                                timed=False)
         return outputs
 
     def run(self, arguments: Mapping[str, Any], device: Any = None, config: Optional[Mapping[str, Any]] = None,
-            timeout: Optional[float] = None, queue: Any = None, out: str = "numpy",
+            timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy",
             cast: bool = False) -> tuple[dict[str, Any], Optional[float]]:
         """Run once; returns the written arrays and the kernel's time in seconds (profiling events;
         None on a caller's queue made without profiling). With a `timeout` (seconds) the run goes to
@@ -167,7 +167,7 @@ class Program:
         download take longer (starting it and building the kernel are not counted); it takes and
         returns NumPy arrays only. Without one it runs here, and a kernel that never ends blocks
         the caller. The other options are __call__'s."""
-        return self._run(dict(arguments), device, config, timeout, queue, out, cast, timed=True)
+        return self._run(dict(arguments), device, config, timeout, queue, returns, cast, timed=True)
 
     def _with_positional(self, image: tuple, arguments: dict[str, Any]) -> dict[str, Any]:
         if not image:
@@ -184,15 +184,15 @@ class Program:
         return {inputs[0]: image[0], **arguments}
 
     def _run(self, arguments: Mapping[str, Any], device: Any, config: Optional[Mapping[str, Any]],
-             timeout: Optional[float], queue: Any, out: str, cast: bool, timed: bool) -> tuple[dict, Optional[float]]:
-        out = interop.check_out(out)
+             timeout: Optional[float], queue: Any, returns: str, cast: bool, timed: bool) -> tuple[dict, Optional[float]]:
+        returns = interop.check_returns(returns)
         if timeout is not None:
             from .runtime.isolated import check_timeout, run_isolated
 
             timeout = check_timeout(timeout)
-            if queue is not None or out != "numpy" or any(interop.is_device_array(v) for v in arguments.values()):
+            if queue is not None or returns != "numpy" or any(interop.is_device_array(v) for v in arguments.values()):
                 raise ArgumentError("a run with a timeout goes to another process, so it takes and returns NumPy "
-                                    "arrays only (no queue=, device arrays or out='device')")
+                                    "arrays only (no queue=, device arrays or returns='device')")
             cl_device = select_device(device)
             prepared = prepare(self.info, dict(arguments), cast=cast)
             check_device(prepared_buffers(self.info, prepared.arrays), cl_device)
@@ -201,14 +201,14 @@ class Program:
         target = interop.resolve_target(device, queue, arguments)
         prepared = prepare(self.info, dict(arguments), copy=False, cast=cast, device_ok=True)
         check_device(prepared_buffers(self.info, prepared.arrays), target.device)
-        if out == "numpy":  # the host receives the written arrays
+        if returns == "numpy":  # the host receives the written arrays
             check_host([b for b, n in zip(prepared_buffers(self.info, prepared.arrays), prepared.arrays)
                         if n in prepared.outputs], "the outputs", copies=1)
         plan, _ = self._plan_for(target.device, prepared.grid_shape, config)
         program = launcher.build(target.device, self.source_of(plan), context=target.context)
         launch = self.launch_for(plan, prepared)
         enqueued = interop.enqueue(target, self.kernel_symbol, program, launch, prepared)
-        return interop.finish(target, self.kernel_symbol, enqueued, out, timed)
+        return interop.finish(target, self.kernel_symbol, enqueued, returns, timed)
 
     def _plan_for(self, cl_device: Any, grid_shape: tuple[int, ...],
                   config: Optional[Mapping[str, Any]]) -> tuple[VariantPlan, Optional[dict]]:
@@ -305,7 +305,19 @@ class Program:
         return plan
 
     def launch_for(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
-        """Everything the host passes for one launch of `plan` on `prepared` arguments."""
+        """Everything the host passes for one launch of `plan` on `prepared` arguments (the same
+        for the same plan, array shapes and scalars: kept, as every prog(...) call asks)."""
+        key = (plan, tuple((n, tuple(a.shape)) for n, a in prepared.arrays.items()),
+               tuple(prepared.scalars.items()), prepared.grid_shape)
+        cache = self.__dict__.setdefault("_launches", {})
+        launch = cache.get(key)
+        if launch is None:
+            if len(cache) > 256:
+                cache.clear()
+            launch = cache[key] = self._new_launch(plan, prepared)
+        return launch
+
+    def _new_launch(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
         plan = self._launch_plan(plan)
         analysis = self.analysis_for(dict(plan.tunables))
         values: list = []

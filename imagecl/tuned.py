@@ -133,12 +133,17 @@ def has_records(program) -> bool:
     return folder.is_dir() and any(folder.glob("*.json"))
 
 
+@functools.lru_cache(maxsize=64)  # a device's description is fixed for the process
+def _device_key_of(device) -> str:
+    from .runtime.devices import device_key
+
+    return device_key(device)
+
+
 def stamp(program, device) -> tuple:
     """What changes whenever the record lookup() would read for `program` on `device` changes
     (its path, and its file's modification time, size and inode): a key for caching lookups."""
-    from .runtime.devices import device_key
-
-    path = _file(program_key(program.info.unit), device_key(device))
+    path = _file(program_key(program.info.unit), _device_key_of(device))
     try:
         st = path.stat()
     except OSError:

@@ -61,7 +61,7 @@ def harris_reference(dx, dy, k):
 # ---- device arrays in and out --------------------------------------------------------------------------------
 def test_device_array_in_device_array_out(sobel, queue, img):
     d = cla.to_device(queue, img)
-    out = sobel(d, out="device")
+    out = sobel(d, returns="device")
     assert isinstance(out["dx"], cla.Array) and out["dx"].queue == queue and out["dx"].context == queue.context
     ref_dx, ref_dy = sobel_reference(img)
     np.testing.assert_allclose(out["dx"].get(), ref_dx, rtol=1e-5, atol=1e-5)
@@ -76,7 +76,7 @@ def test_device_input_numpy_output(sobel, queue, img):
 
 
 def test_numpy_in_on_callers_queue(sobel, queue, img):
-    out = sobel(img, queue=queue, out="device")
+    out = sobel(img, queue=queue, returns="device")
     assert out["dy"].queue == queue
     np.testing.assert_allclose(out["dy"].get(), sobel_reference(img)[1], rtol=1e-5, atol=1e-5)
 
@@ -95,8 +95,8 @@ def test_chain_sobel_then_harris(sobel, harris, queue, img, monkeypatch):
         return real_copy(q, dest, src, **kwargs)
 
     monkeypatch.setattr(cl, "enqueue_copy", copy)
-    grads = sobel(d, out="device")
-    corners = harris(dx=grads["dx"], dy=grads["dy"], k=0.04, out="device")["output"]
+    grads = sobel(d, returns="device")
+    corners = harris(dx=grads["dx"], dy=grads["dy"], k=0.04, returns="device")["output"]
     assert transfers == []  # no host round trip between the stages
     ref_dx, ref_dy = sobel_reference(img)
     ref = harris_reference(ref_dx, ref_dy, 0.04)
@@ -114,14 +114,14 @@ def test_image_memory_from_a_device_array(sobel, queue, img, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(cl, "create_image", create_image)
-    out = sobel(cla.to_device(queue, img), config={"image_input": 1}, out="device")
+    out = sobel(cla.to_device(queue, img), config={"image_input": 1}, returns="device")
     assert made == [False]  # one image, not filled from the host
     np.testing.assert_allclose(out["dx"].get(), sobel_reference(img)[0], rtol=1e-5, atol=1e-5)
 
 
 def test_written_device_array_is_not_changed(sobel, queue, img):
     given = cla.to_device(queue, np.full(SHAPE, 7, np.float32))
-    out = sobel(input=cla.to_device(queue, img), dx=given, out="device")
+    out = sobel(input=cla.to_device(queue, img), dx=given, returns="device")
     np.testing.assert_array_equal(given.get(), np.full(SHAPE, 7, np.float32))
     assert out["dx"] is not given
     np.testing.assert_allclose(out["dx"].get(), sobel_reference(img)[0], rtol=1e-5, atol=1e-5)
@@ -158,12 +158,12 @@ def test_device_array_dtype_shape_and_layout(sobel, queue, img):
 def test_bad_queue_out_and_timeout(sobel, queue, img):
     with pytest.raises(ArgumentError, match="queue= needs a pyopencl.CommandQueue"):
         sobel(img, queue=queue.context)
-    with pytest.raises(ArgumentError, match="out= is 'numpy'"):
-        sobel(img, out="gpu")
+    with pytest.raises(ArgumentError, match="returns= is 'numpy'"):
+        sobel(img, returns="gpu")
     with pytest.raises(ArgumentError, match="timeout goes to another process"):
         sobel(cla.to_device(queue, img), timeout=10)
     # device= naming the queue's own device is no conflict
-    assert sobel(img, queue=queue, device="pthread", out="device")["dx"].queue == queue
+    assert sobel(img, queue=queue, device="pthread", returns="device")["dx"].queue == queue
 
 
 # ---- the built kernel ------------------------------------------------------------------------------------------
@@ -232,3 +232,19 @@ def test_cast_is_opt_in(sobel, img):
     np.testing.assert_array_equal(out["dx"], sobel(img, device="pthread")["dx"])
     out = sobel(img.tolist(), device="pthread", cast=True)  # a nested list too
     np.testing.assert_array_equal(out["dx"], sobel(img, device="pthread")["dx"])
+
+
+def test_kernel_parameters_named_like_call_options():
+    """`out` is a common parameter name and no call option; one named like an option (`queue`)
+    is passed through run()'s dict."""
+    prog = imagecl.compile("""
+#pragma imcl grid(queue, out)
+void f(Image<float> queue, Image<float> out) {
+    out[idx][idy] = 2.0f * queue[idx][idy];
+}
+""", "f.icl")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(prog.run({"queue": x}, device="pthread")[0]["out"], 2 * x)
+    np.testing.assert_array_equal(prog(x, device="pthread")["out"], 2 * x)
+    with pytest.raises(ArgumentError, match="queue= needs a pyopencl.CommandQueue, got ndarray"):
+        prog(queue=x, device="pthread")

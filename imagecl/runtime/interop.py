@@ -18,7 +18,7 @@ from ..errors import ArgumentError, ExecutionError
 from .arguments import PreparedArgs
 from .devices import context_and_queue, select_device
 
-OUT_KINDS = ("numpy", "device")
+RETURNS = ("numpy", "device")
 
 
 def is_device_array(value: Any) -> bool:
@@ -42,11 +42,12 @@ class Target:
         return bool(self.queue.properties & cl.command_queue_properties.PROFILING_ENABLE)
 
 
-def check_out(out: Any) -> str:
-    if not isinstance(out, str) or out not in OUT_KINDS:
-        raise ArgumentError(f"out= is 'numpy' (NumPy arrays, the default) or 'device' (pyopencl.array.Array "
-                            f"on the run's queue), not {out!r}")
-    return out
+def check_returns(returns: Any) -> str:
+    if not isinstance(returns, str) or returns not in RETURNS:
+        shown = repr(returns) if isinstance(returns, str) else f"a {type(returns).__name__}"
+        raise ArgumentError(f"returns= is 'numpy' (NumPy arrays, the default) or 'device' (pyopencl.array.Array "
+                            f"on the run's queue), not {shown}")
+    return returns
 
 
 def resolve_target(device: Any, queue: Any, arguments: Mapping[str, Any]) -> Target:
@@ -167,14 +168,14 @@ def enqueue(target: Target, kernel_name: str, program: Any, launch: Any, prepare
     return Enqueued(event, outputs)
 
 
-def finish(target: Target, kernel_name: str, enqueued: Enqueued, out: str,
+def finish(target: Target, kernel_name: str, enqueued: Enqueued, returns: str,
            timed: bool) -> tuple[dict, Optional[float]]:
-    """The outputs as `out` asks and, when `timed`, the kernel's seconds (None when the queue does
+    """The outputs as `returns` asks and, when `timed`, the kernel's seconds (None when the queue does
     not profile). Device outputs untimed are returned at once: the queue orders what follows."""
     import pyopencl as cl
 
     try:
-        if out == "device":
+        if returns == "device":
             outputs = dict(enqueued.outputs)
             if not timed:
                 return outputs, None
