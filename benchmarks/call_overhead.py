@@ -12,6 +12,7 @@ image, each timed on the wall clock, median of `--repeats` after `--warmup` call
 Prints one JSON object: the medians in milliseconds and each one's ratio to the kernel time.
 
     python benchmarks/call_overhead.py [--program examples/sobel.icl] [--size 1024x768] [--device D]
+                                       [--config '{"px_x": 4}']
 """
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ def main() -> None:
     parser.add_argument("--program", default=str(ROOT / "examples" / "sobel.icl"))
     parser.add_argument("--size", default="1024x768", help="width x height")
     parser.add_argument("--device", default=None, help="index or name fragment (default: imagecl's default)")
+    parser.add_argument("--config", type=json.loads, default=None,
+                        help="a configuration as JSON (default: the one prog(...) picks: tuned, else naive)")
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
     args = parser.parse_args()
@@ -57,18 +60,19 @@ def main() -> None:
     queue = cl.CommandQueue(context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
     img = np.random.default_rng(0).uniform(-1, 1, (height, width)).astype(np.float32)
     # a program of one input image, passed by position (sobel, box_blur, median, ...)
-    numpy_times = wall(lambda: prog(img, device=device), args.repeats, args.warmup)
+    config = args.config
+    numpy_times = wall(lambda: prog(img, device=device, config=config), args.repeats, args.warmup)
 
     d_img = cla.to_device(queue, img)
 
     def device_call():
-        prog(d_img, queue=queue, returns="device")
+        prog(d_img, queue=queue, returns="device", config=config)
         queue.finish()
 
     device_times = wall(device_call, args.repeats, args.warmup)
 
-    built = prog.build(queue, size=(width, height))
-    outputs = prog(d_img, queue=queue, returns="device")  # arrays of the outputs' shapes and dtypes
+    built = prog.build(queue, size=(width, height), config=config)
+    outputs = prog(d_img, queue=queue, returns="device", config=config)  # arrays of the outputs' shapes and dtypes
     (input_name,) = [p for p in prog.parameters if p not in prog.outputs]
     built.set_args(**{input_name: d_img}, **outputs)
     events = []
