@@ -248,3 +248,18 @@ void f(Image<float> queue, Image<float> out) {
     np.testing.assert_array_equal(prog(x, device="pthread")["out"], 2 * x)
     with pytest.raises(ArgumentError, match="queue= needs a pyopencl.CommandQueue, got ndarray"):
         prog(queue=x, device="pthread")
+
+
+def test_built_kernel_on_a_named_device_uses_our_queue(sobel, img):
+    built = sobel.build("pthread", size=(SHAPE[1], SHAPE[0]))
+    queue = built.queue
+    assert queue.device == imagecl.select_device("pthread")
+    d = cla.to_device(queue, img)
+    dx, dy = cla.zeros_like(d), cla.zeros_like(d)
+    event = built(input=d, dx=dx, dy=dy)
+    event.wait()
+    assert event.profile.end > event.profile.start  # our queue profiles
+    np.testing.assert_allclose(dy.get(), sobel_reference(img)[1], rtol=1e-5, atol=1e-5)
+    # prog() on that device runs in the same context: its device outputs feed the built kernel
+    grads = sobel(d, returns="device")
+    assert grads["dx"].context == queue.context
