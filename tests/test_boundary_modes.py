@@ -189,3 +189,35 @@ err = imcl_two_run(&k, a, {w}, {h}, b, {w}, {h}, o, {w}, {h});"""
     expected = prog(a=img, b=b, device="pthread", config=config)["o"]
     np.testing.assert_allclose(np.fromfile(tmp_path / "o.bin", np.float32).reshape(h, w), expected, rtol=1e-6,
                                atol=1e-6)
+
+
+def test_reflect_in_3d_and_fill_in_vector_pixels():
+    vol = np.random.default_rng(10).uniform(-1, 1, (5, 6, 7)).astype(np.float32)  # (depth, height, width)
+    src3 = """
+#pragma imcl grid(a, o)
+#pragma imcl boundary_cond(a:reflect)
+void f(Image<float> a, Image<float> o) {
+    o[idx][idy][idz] = a[idx - 2][idy][idz] + 3.0f * a[idx][idy + 1][idz - 3];
+}
+"""
+    k1, k2 = np.zeros((7, 7, 7)), np.zeros((7, 7, 7))
+    k1[3, 3, 1] = 1.0  # arr[z, y, x - 2]
+    k2[0, 4, 3] = 3.0  # arr[z - 3, y + 1, x]
+    ref = ndimage.correlate(vol.astype(np.float64), k1 + k2, mode="reflect")
+    prog = imagecl.compile(src3, "f3.icl")
+    for config in (None, {"image_a": 1}, {"local_a": 1, "wg_x": 4, "wg_y": 2, "wg_z": 2}):
+        np.testing.assert_allclose(prog(vol, device="pthread", config=config)["o"], ref, rtol=1e-5, atol=1e-5)
+
+    rgba = np.random.default_rng(11).uniform(0, 1, (6, 9, 4)).astype(np.float32)
+    src4 = """
+#pragma imcl grid(a, o)
+#pragma imcl boundary_cond(a:constant(0.5))
+void g(Image<float4> a, Image<float4> o) {
+    o[idx][idy] = a[idx + 1][idy] - a[idx][idy - 2];
+}
+"""
+    padded = np.pad(rgba.astype(np.float64), ((2, 2), (2, 2), (0, 0)), constant_values=0.5)
+    ref4 = padded[2:-2, 3:-1] - padded[0:-4, 2:-2]
+    prog4 = imagecl.compile(src4, "g.icl")
+    for config in (None, {"image_a": 1}, {"local_a": 1, "wg_x": 4, "wg_y": 2}):
+        np.testing.assert_allclose(prog4(rgba, device="pthread", config=config)["o"], ref4, rtol=1e-6, atol=1e-6)
