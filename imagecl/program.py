@@ -12,6 +12,7 @@ from .codegen.variant import VariantPlan, generate, kernel_args, launch_geometry
 from .errors import ArgumentError, ConfigError, ImageCLError
 from .frontend.parser import parse
 from .frontend.source import decode_source
+from .passes.coverage import overwritten_images
 from .passes.footprint import AccessAnalysis
 from .passes.semantic import ProgramInfo, analyse
 from .runtime import interop, launcher
@@ -20,6 +21,8 @@ from .runtime.built import BuiltKernel
 from .runtime.devices import select_device
 from .runtime.memory import check_device, check_host, prepared_buffers
 from .space import DeviceLimits, Space, TunableScope, analyses_per_tunables, build_space
+
+_UNSET: Any = object()
 
 
 class Program:
@@ -200,34 +203,78 @@ class Program:
             return run_isolated(self, prepared, cl_device, full, timeout)
         target = interop.resolve_target(device, queue, arguments)
         prepared = prepare(self.info, dict(arguments), copy=False, cast=cast, device_ok=True)
-        check_device(prepared_buffers(self.info, prepared.arrays), target.device)
-        if returns == "numpy":  # the host receives the written arrays
-            check_host([b for b, n in zip(prepared_buffers(self.info, prepared.arrays), prepared.arrays)
-                        if n in prepared.outputs], "the outputs", copies=1)
-        plan, _ = self._plan_for(target.device, prepared.grid_shape, config)
-        program = launcher.build(target.device, self.source_of(plan), context=target.context)
-        launch = self.launch_for(plan, prepared)
-        enqueued = interop.enqueue(target, self.kernel_symbol, program, launch, prepared)
+        ready = self._ready_for(target, prepared, config)
+        if returns == "numpy":  # the host receives the written arrays (what is free changes: checked each call)
+            check_host(ready.output_buffers, "the outputs", copies=1)
+        enqueued = interop.enqueue(target, self.kernel_symbol, ready.program, ready.launch, prepared,
+                                   self.overwritten)
         return interop.finish(target, self.kernel_symbol, enqueued, returns, timed)
 
-    def _plan_for(self, cl_device: Any, grid_shape: tuple[int, ...],
-                  config: Optional[Mapping[str, Any]]) -> tuple[VariantPlan, Optional[dict]]:
-        """The variant a run uses (the given configuration, else the pinned one, else the tuned
-        one at this size, else the naive one) and its full configuration (None: naive). Cached:
-        every call of prog(...) asks, and the answer changes only with the registry's file."""
+    @functools.cached_property
+    def overwritten(self) -> frozenset[str]:
+        """The written images every run overwrites whole (passes/coverage.py): a run neither
+        zero-fills nor copies in their old contents."""
+        return overwritten_images(self.info)
+
+    def _ready_for(self, target: "interop.Target", prepared: PreparedArgs,
+                   config: Optional[Mapping[str, Any]]) -> "Ready":
+        """The built program and launch for these arguments' shapes, dtypes and scalars on the
+        target's context and device, with the device-memory checks done: kept per all of these
+        and the configuration (the tuned one's record file included), so that a repeated call is a
+        lookup. Not kept for a configuration that cannot be a key (complete() then says why)."""
+        config_key = self._config_key(target.device, prepared.grid_shape, config)
+        key = None
+        if config_key is not None:
+            key = (target.context.int_ptr, target.device.int_ptr, config_key, prepared.grid_shape,
+                   tuple((n, a.shape, a.dtype) for n, a in prepared.arrays.items()),
+                   _scalars_key(prepared.scalars))
+            try:
+                hash(key)
+            except TypeError:
+                key = None
+        cache = self.__dict__.setdefault("_ready", {})
+        ready = cache.get(key) if key is not None else None
+        if ready is None:
+            buffers = prepared_buffers(self.info, prepared.arrays)
+            check_device(buffers, target.device)
+            plan, _ = self._plan_for(target.device, prepared.grid_shape, config, config_key)
+            program = launcher.build(target.device, self.source_of(plan), context=target.context)
+            ready = Ready(program, self.launch_for(plan, prepared),
+                          [b for b, n in zip(buffers, prepared.arrays) if n in prepared.outputs])
+            if key is not None:
+                if len(cache) > 256:
+                    cache.clear()
+                cache[key] = ready
+        return ready
+
+    def _config_key(self, cl_device: Any, grid_shape: tuple[int, ...],
+                    config: Optional[Mapping[str, Any]]) -> Any:
+        """What selects the variant of a run, as a key: the given (else pinned) configuration's
+        items, else the tuned record's file stamp (a new tuning changes it). None when the
+        configuration is not a mapping of plain values (complete() then says what is wrong)."""
         from . import tuned
 
-        space = self.space_for_limits(DeviceLimits.of(cl_device), grid_shape)
         if config is None:
             config = self.pinned
         if config is None:
-            key: Any = ("tuned", cl_device.int_ptr, grid_shape, tuned.stamp(self, cl_device))
-        else:
-            try:
-                key = ("given", id(space), tuple(sorted(config.items())))
-                hash(key)
-            except (AttributeError, TypeError):
-                key = None  # not a mapping of plain values: complete() says what is wrong
+            return ("tuned", cl_device.int_ptr, grid_shape, tuned.stamp(self, cl_device))
+        try:
+            key = ("given", cl_device.int_ptr, grid_shape, tuple(sorted(config.items())))
+            hash(key)
+        except (AttributeError, TypeError):
+            return None
+        return key
+
+    def _plan_for(self, cl_device: Any, grid_shape: tuple[int, ...], config: Optional[Mapping[str, Any]],
+                  config_key: Any = _UNSET) -> tuple[VariantPlan, Optional[dict]]:
+        """The variant a run uses (the given configuration, else the pinned one, else the tuned
+        one at this size, else the naive one) and its full configuration (None: naive). Cached:
+        every call of prog(...) asks, and the answer changes only with the registry's file.
+        `config_key`: _config_key's answer when the caller has it."""
+        space = self.space_for_limits(DeviceLimits.of(cl_device), grid_shape)
+        if config is None:
+            config = self.pinned
+        key = self._config_key(cl_device, grid_shape, config) if config_key is _UNSET else config_key
         cache = self.__dict__.setdefault("_plans", {})
         if key is not None and key in cache:
             return cache[key]
@@ -308,7 +355,7 @@ class Program:
         """Everything the host passes for one launch of `plan` on `prepared` arguments (the same
         for the same plan, array shapes and scalars: kept, as every prog(...) call asks)."""
         key = (plan, tuple((n, tuple(a.shape)) for n, a in prepared.arrays.items()),
-               tuple(prepared.scalars.items()), prepared.grid_shape)
+               _scalars_key(prepared.scalars), prepared.grid_shape)
         cache = self.__dict__.setdefault("_launches", {})
         launch = cache.get(key)
         if launch is None:
@@ -338,6 +385,20 @@ class Program:
         global_size, local_size = launch_geometry(self.info, plan, grid_xyz)
         images = {n: self.info.arrays[n].dims for n in plan.image_mem}
         return launcher.Launch(values, global_size, local_size, images)
+
+
+@dataclasses.dataclass
+class Ready:
+    """What a run of given argument shapes needs besides the arrays themselves."""
+
+    program: Any  # the built pyopencl.Program
+    launch: "launcher.Launch"
+    output_buffers: list  # the written arrays, as memory.check_host takes them
+
+
+def _scalars_key(scalars: Mapping[str, Any]) -> tuple:
+    """Scalar arguments as a key by their bits: -0.0 and 0.0 compare equal but are passed apart."""
+    return tuple((n, v.dtype, v.tobytes()) for n, v in scalars.items())
 
 
 def _caller_level() -> int:

@@ -4,7 +4,8 @@ and out, images filled from device memory on the device.
 A run's target is the caller's queue (`queue=`), else the queue of the first device array among
 the arguments, else our shared profiling queue of the chosen device. Device arrays that are only
 read are used in place; every written array is a fresh device array (a device-side copy of the
-given one, or zero-filled), so a run never changes what the caller passed.
+given one, or zero-filled; neither where the kernel overwrites it whole: passes/coverage.py), so a
+run never changes what the caller passed.
 """
 from __future__ import annotations
 
@@ -106,15 +107,18 @@ def _image_from(target: Target, source: Any, dims: int):
     return image
 
 
-def _output_array(target: Target, name: str, prepared: PreparedArgs):
-    """The fresh device array a written parameter is computed in."""
+def _output_array(target: Target, name: str, prepared: PreparedArgs, overwritten: frozenset):
+    """The fresh device array a written parameter is computed in: holding the given array's
+    values, or zeros, unless the kernel overwrites it whole (`overwritten`)."""
     import pyopencl as cl
     import pyopencl.array as cla
 
     given = prepared.arrays[name]
-    if is_device_array(given):
+    if is_device_array(given) and name not in overwritten:
         return given.copy(queue=target.queue)
     result = cla.empty(target.queue, given.shape, given.dtype)
+    if name in overwritten:
+        return result
     if name in prepared.zeros:
         cl.enqueue_fill_buffer(target.queue, result.data, np.uint8(0), 0, result.nbytes)
     else:
@@ -128,9 +132,11 @@ class Enqueued:
     outputs: dict  # written parameter -> its device array
 
 
-def enqueue(target: Target, kernel_name: str, program: Any, launch: Any, prepared: PreparedArgs) -> Enqueued:
+def enqueue(target: Target, kernel_name: str, program: Any, launch: Any, prepared: PreparedArgs,
+            overwritten: frozenset = frozenset()) -> Enqueued:
     """Put the arrays of `prepared` on the device (host arrays uploaded, device arrays used in
-    place), bind and enqueue the kernel; returns without waiting for it."""
+    place), bind and enqueue the kernel; returns without waiting for it. The written arrays in
+    `overwritten` (passes/coverage.py) start uninitialised."""
     import pyopencl as cl
 
     from .launcher import bind
@@ -140,7 +146,7 @@ def enqueue(target: Target, kernel_name: str, program: Any, launch: Any, prepare
     waits: list = []
     try:
         for name in prepared.outputs:
-            outputs[name] = memory[name] = _output_array(target, name, prepared)
+            outputs[name] = memory[name] = _output_array(target, name, prepared, overwritten)
         for value in launch.values:
             if not (isinstance(value, tuple) and value[0] in ("buffer", "image")):
                 continue
