@@ -26,9 +26,12 @@ FORMAT = 2
 
 
 def registry_dir() -> Path:
-    base = os.environ.get("IMAGECL_TUNED") or os.path.join(
+    return Path(_registry_base())
+
+
+def _registry_base() -> str:
+    return os.environ.get("IMAGECL_TUNED") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "imagecl", "tuned")
-    return Path(base)
 
 
 def _hash(text: str) -> str:
@@ -143,12 +146,17 @@ def _device_key_of(device) -> str:
 def stamp(program, device) -> tuple:
     """What changes whenever the record lookup() would read for `program` on `device` changes
     (its path, and its file's modification time, size and inode): a key for caching lookups."""
-    path = _file(program_key(program.info.unit), _device_key_of(device))
+    path = _record_path(_registry_base(), program_key(program.info.unit), _device_key_of(device))
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
-        return (str(path), None)
-    return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+        return (path, None)
+    return (path, st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+@functools.lru_cache(maxsize=256)  # stamp() runs at every prog(...) call: no pathlib, no hashing there
+def _record_path(base: str, key: str, device_key: str) -> str:
+    return str(Path(base) / key / f"{_hash(device_key)}.json")
 
 
 @dataclass

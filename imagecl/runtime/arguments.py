@@ -7,6 +7,7 @@ A 2-D image is an array of shape (height, width); a 3-D image (depth, height, wi
 """
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -176,7 +177,7 @@ def prepare(info: ProgramInfo, kwargs: dict[str, Any], copy: bool = True, cast: 
     outputs = [p.name for p in info.params if p.name in info.arrays and info.arrays[p.name].is_written]
     if not copy:
         for name, shape in zeros.items():  # no memory: the device side is filled on the device
-            arrays[name] = np.broadcast_to(np.zeros((), _element_dtype(info.arrays[name])), shape)
+            arrays[name] = _zero_view(_element_dtype(info.arrays[name]), shape)
         return PreparedArgs(arrays, scalars, grid_shape, outputs, frozenset(zeros))
     # what is allocated here (owned copies, zero-filled outputs) must fit before it is
     check_host([Buffer(f"'{n}' {a.shape} {a.dtype}", int(a.nbytes)) for n, a in arrays.items()]
@@ -187,6 +188,12 @@ def prepare(info: ProgramInfo, kwargs: dict[str, Any], copy: bool = True, cast: 
     for name, shape in zeros.items():
         arrays[name] = np.zeros(shape, dtype=_element_dtype(info.arrays[name]))
     return PreparedArgs(arrays, scalars, grid_shape, outputs, frozenset(zeros))
+
+
+@functools.lru_cache(maxsize=64)
+def _zero_view(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only zero-stride array of zeros (shared: prog(...) asks at every call)."""
+    return np.broadcast_to(np.zeros((), dtype), shape)
 
 
 def _grid_shape(info: ProgramInfo, arrays: dict[str, np.ndarray]) -> tuple[int, ...]:
