@@ -8,6 +8,7 @@ timed on the wall clock, median of `--repeats` after `--warmup` calls:
   transfers    the same uploads and downloads alone    blocking copies between the NumPy arrays and
                                                        buffers allocated once: what `numpy` cannot avoid
   device       prog(**device_arrays, queue=q, returns="device"), then q.finish()
+  device_pool  the same with allocator=pyopencl.tools.MemoryPool(...): outputs without allocating
   raw_kernel   built.enqueue().wait()                  the kernel from prog.build(q, size=...), its
                                                        arguments set once
   kernel       profiling-event time of raw_kernel's launches (the kernel alone)
@@ -32,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+import pyopencl.tools as cl_tools
 
 import imagecl
 from imagecl.runtime.synthetic import synthetic_arguments
@@ -141,6 +143,14 @@ def main() -> None:
 
     device_times = wall(device_call, args.repeats, args.warmup)
 
+    pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+
+    def pooled_call():
+        prog(**device_args, queue=queue, returns="device", config=config, allocator=pool)
+        queue.finish()
+
+    pooled_times = wall(pooled_call, args.repeats, args.warmup)
+
     built = prog.build(queue, size=size if prog.info.grid else None, config=config)
     built.set_args(**{**device_args, **outputs})  # a written array that was passed: its output instead
     events = []
@@ -161,7 +171,7 @@ def main() -> None:
         "median_ms": {}, "ratio_to_kernel": {},
     }
     for key, times in (("numpy", numpy_times), ("transfers", transfer_times), ("device", device_times),
-                       ("raw_kernel", raw_times), ("kernel", kernel_times)):
+                       ("device_pool", pooled_times), ("raw_kernel", raw_times), ("kernel", kernel_times)):
         median = statistics.median(times)
         result["median_ms"][key] = round(median * 1e3, 4)
         result["ratio_to_kernel"][key] = round(median / kernel, 3)

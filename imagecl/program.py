@@ -149,28 +149,31 @@ class Program:
     # ---- running ----------------------------------------------------------------------------------
     def __call__(self, *image: Any, device: Any = None, config: Optional[Mapping[str, Any]] = None,
                  timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy", cast: bool = False,
-                 **arguments: Any) -> dict[str, Any]:
+                 allocator: Any = None, **arguments: Any) -> dict[str, Any]:
         """Run once and return every written array: NumPy arrays, or with returns="device"
         pyopencl.array.Arrays on the run's queue (returned without waiting for the kernel).
         A program with one input array takes it positionally: `prog(img)`. Arrays may be NumPy or
         pyopencl.array.Array (used on the device in place, never copied to the host); the run
         goes to `queue` (a pyopencl.CommandQueue: its context and device), else the queue of
         the first device array, else the default device (or `device`). `cast=True` converts
-        arrays of another dtype (astype) instead of refusing them."""
+        arrays of another dtype (astype) instead of refusing them. Device outputs are allocated
+        with `allocator` (a pyopencl allocator such as pyopencl.tools.MemoryPool), else with the
+        first device array's, as pyopencl.array operations do."""
         outputs, _ = self._run(self._with_positional(image, arguments), device, config, timeout, queue, returns, cast,
-                               timed=False)
+                               timed=False, allocator=allocator)
         return outputs
 
     def run(self, arguments: Mapping[str, Any], device: Any = None, config: Optional[Mapping[str, Any]] = None,
             timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy",
-            cast: bool = False) -> tuple[dict[str, Any], Optional[float]]:
+            cast: bool = False, allocator: Any = None) -> tuple[dict[str, Any], Optional[float]]:
         """Run once; returns the written arrays and the kernel's time in seconds (profiling events;
         None on a caller's queue made without profiling). With a `timeout` (seconds) the run goes to
         a child process that is stopped, with an ExecutionError, when the upload, kernel and
         download take longer (starting it and building the kernel are not counted); it takes and
         returns NumPy arrays only. Without one it runs here, and a kernel that never ends blocks
         the caller. The other options are __call__'s."""
-        return self._run(dict(arguments), device, config, timeout, queue, returns, cast, timed=True)
+        return self._run(dict(arguments), device, config, timeout, queue, returns, cast, timed=True,
+                         allocator=allocator)
 
     def _with_positional(self, image: tuple, arguments: dict[str, Any]) -> dict[str, Any]:
         if not image:
@@ -187,21 +190,23 @@ class Program:
         return {inputs[0]: image[0], **arguments}
 
     def _run(self, arguments: Mapping[str, Any], device: Any, config: Optional[Mapping[str, Any]],
-             timeout: Optional[float], queue: Any, returns: str, cast: bool, timed: bool) -> tuple[dict, Optional[float]]:
+             timeout: Optional[float], queue: Any, returns: str, cast: bool, timed: bool,
+             allocator: Any = None) -> tuple[dict, Optional[float]]:
         returns = interop.check_returns(returns)
         if timeout is not None:
             from .runtime.isolated import check_timeout, run_isolated
 
             timeout = check_timeout(timeout)
-            if queue is not None or returns != "numpy" or any(interop.is_device_array(v) for v in arguments.values()):
+            if (queue is not None or allocator is not None or returns != "numpy"
+                    or any(interop.is_device_array(v) for v in arguments.values())):
                 raise ArgumentError("a run with a timeout goes to another process, so it takes and returns NumPy "
-                                    "arrays only (no queue=, device arrays or returns='device')")
+                                    "arrays only (no queue=, allocator=, device arrays or returns='device')")
             cl_device = select_device(device)
             prepared = prepare(self.info, dict(arguments), cast=cast)
             check_device(prepared_buffers(self.info, prepared.arrays), cl_device)
             _, full = self._plan_for(cl_device, prepared.grid_shape, config)
             return run_isolated(self, prepared, cl_device, full, timeout)
-        target = interop.resolve_target(device, queue, arguments)
+        target = interop.resolve_target(device, queue, arguments, allocator, returns)
         prepared = prepare(self.info, dict(arguments), copy=False, cast=cast, device_ok=True)
         ready = self._ready_for(target, prepared, config)
         if returns == "numpy":  # the host receives the written arrays (what is free changes: checked each call)

@@ -35,6 +35,7 @@ class Target:
     context: Any
     queue: Any
     ours: bool  # our shared queue (profiling enabled), not the caller's
+    allocator: Any = None  # what the written arrays are allocated with (None: pyopencl's default)
 
     @property
     def profiling(self) -> bool:
@@ -51,9 +52,40 @@ def check_returns(returns: Any) -> str:
     return returns
 
 
-def resolve_target(device: Any, queue: Any, arguments: Mapping[str, Any]) -> Target:
-    """Where a run goes (see the module's docstring); an ArgumentError when the queue, the device
-    and the device arrays disagree."""
+def resolve_target(device: Any, queue: Any, arguments: Mapping[str, Any], allocator: Any = None,
+                   returns: str = "device") -> Target:
+    """Where a run goes (see the module's docstring) and what its outputs are allocated with; an
+    ArgumentError when the queue, the device and the device arrays disagree."""
+    target = _target(device, queue, arguments)
+    if allocator is not None:
+        if not callable(allocator):
+            raise ArgumentError(f"allocator= needs a pyopencl allocator (e.g. pyopencl.tools.MemoryPool), got "
+                                f"{type(allocator).__name__}")
+        target.allocator = allocator
+    elif target.ours and returns == "numpy":
+        target.allocator = _pool(target)
+    else:  # as pyopencl.array operations do: the result's memory comes from the operand's allocator
+        target.allocator = next((v.allocator for v in arguments.values() if is_device_array(v)), None)
+    return target
+
+
+_POOLS: dict[int, Any] = {}
+
+
+def _pool(target: Target) -> Any:
+    """A memory pool for the outputs of NumPy calls on our own queue of `context`: they are
+    downloaded (blocking, after the kernel) and dropped within the call, so a block returns to
+    the pool only when nothing on the device uses it any more, and the next call takes it
+    without allocating."""
+    import pyopencl.tools as cl_tools
+
+    pool = _POOLS.get(target.context.int_ptr)
+    if pool is None:  # our queues live as long as the process: so do their pools
+        pool = _POOLS[target.context.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(target.queue))
+    return pool
+
+
+def _target(device: Any, queue: Any, arguments: Mapping[str, Any]) -> Target:
     import pyopencl as cl
 
     arrays = {name: value for name, value in arguments.items() if is_device_array(value)}
@@ -114,13 +146,16 @@ def _output_array(target: Target, name: str, prepared: PreparedArgs, overwritten
     import pyopencl.array as cla
 
     given = prepared.arrays[name]
-    if is_device_array(given) and name not in overwritten:
-        return given.copy(queue=target.queue)
-    result = cla.empty(target.queue, given.shape, given.dtype)
+    result = cla.empty(target.queue, given.shape, given.dtype, allocator=target.allocator)
+    if target.allocator is not None and result.base_data.get_info(cl.mem_info.CONTEXT) != target.context:
+        raise ArgumentError(f"allocator= allocates in another OpenCL context than the run's queue (output '{name}')")
     if name in overwritten:
         return result
-    if name in prepared.zeros:
-        cl.enqueue_fill_buffer(target.queue, result.data, np.uint8(0), 0, result.nbytes)
+    if is_device_array(given):
+        result.add_event(cl.enqueue_copy(target.queue, result.base_data, given.base_data, byte_count=given.nbytes,
+                                         wait_for=given.events or None))
+    elif name in prepared.zeros:
+        result.add_event(cl.enqueue_fill_buffer(target.queue, result.base_data, np.uint8(0), 0, result.nbytes))
     else:
         result.set(np.ascontiguousarray(given))
     return result

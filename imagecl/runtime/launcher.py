@@ -165,8 +165,31 @@ def upload(device, prepared: PreparedArgs, launch: Launch) -> dict:
 
 
 def bind(program, kernel_name: str, launch: Launch, memory: dict):
-    """Our one kernel object of `program`, its arguments set for `launch` (arrays from `memory`)."""
-    return bind_kernel(_kernel(program, kernel_name), launch, memory)
+    """Our one kernel object of `program`, its arguments set for `launch` (arrays from `memory`).
+    A number already set at its position by the previous bind() is not set again (a driver may
+    take microseconds per argument); memory always is, as a freed handle may come back as
+    another buffer. Only here: nothing else sets the arguments of our kernel objects."""
+    import pyopencl as cl
+
+    kernel = _kernel(program, kernel_name)
+    last = getattr(kernel, "_imagecl_numbers", None)
+    kernel._imagecl_numbers = None  # until every argument below is set
+    if last is None or len(last) != len(launch.values):
+        last = [None] * len(launch.values)
+    for i, v in enumerate(launch.values):
+        if isinstance(v, tuple) and v[0] in ("buffer", "image"):
+            kernel.set_arg(i, memory[v[1]])
+            last[i] = None
+        elif isinstance(v, tuple) and v[0] == "local":
+            kernel.set_arg(i, cl.LocalMemory(max(int(v[1]), 4)))
+            last[i] = None
+        else:
+            key = (v.dtype, v.tobytes()) if isinstance(v, np.generic) else None
+            if key is None or last[i] != key:
+                kernel.set_arg(i, v)
+            last[i] = key
+    kernel._imagecl_numbers = last
+    return kernel
 
 
 def bind_kernel(kernel, launch: Launch, memory: dict):
