@@ -202,3 +202,50 @@ def test_checks_still_run_on_a_cache_hit(queue):
         sobel(input=d, dx=cla.zeros(queue, (12, 13), np.float32))
     with pytest.raises(ArgumentError, match="C-contiguous"):
         sobel(cla.to_device(queue, np.asfortranarray(img)), queue=queue)
+
+
+# ---- where outputs are allocated -----------------------------------------------------------------------------
+def test_outputs_come_from_the_given_allocator_else_the_inputs(queue):
+    import pyopencl.tools as cl_tools
+
+    sobel = imagecl.load(EXAMPLES / "sobel.icl")
+    img = np.random.default_rng(7).uniform(-1, 1, (18, 21)).astype(np.float32)
+    pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
+    out = sobel(cla.to_device(queue, img), returns="device", allocator=pool)
+    assert pool.active_blocks == 2 and out["dx"].allocator is pool
+    np.testing.assert_allclose(out["dx"].get(), sobel_dx(img), atol=1e-5)
+    del out
+    assert pool.active_blocks == 0  # back in the pool
+    d_img = cla.to_device(queue, img, allocator=pool)  # as pyopencl.array operations do: the operand's
+    out = sobel(d_img, returns="device")
+    assert pool.active_blocks == 3
+    np.testing.assert_allclose(out["dx"].get(), sobel_dx(img), atol=1e-5)
+    plain = sobel(cla.to_device(queue, img), returns="device")["dx"]
+    assert plain.allocator is None and pool.active_blocks == 3
+
+
+def test_a_wrong_allocator_is_refused(queue):
+    import pyopencl.tools as cl_tools
+
+    sobel = imagecl.load(EXAMPLES / "sobel.icl")
+    img = np.zeros((8, 9), np.float32)
+    with pytest.raises(ArgumentError, match="needs a pyopencl allocator"):
+        sobel(cla.to_device(queue, img), returns="device", allocator="pool")
+    other = cl.CommandQueue(cl.Context([queue.device]), queue.device)
+    with pytest.raises(ArgumentError, match="another OpenCL context"):
+        sobel(cla.to_device(queue, img), returns="device",
+              allocator=cl_tools.MemoryPool(cl_tools.ImmediateAllocator(other)))
+    with pytest.raises(ArgumentError, match="allocator="):
+        sobel(img, timeout=10, allocator=cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue)))
+
+
+def test_numpy_calls_reuse_pooled_memory_without_stale_values(device):
+    """NumPy calls on our queue take their outputs from a pool: a block left by one call must
+    not show in the next, neither where a kernel writes every pixel nor where it writes some."""
+    partial = _program("if (input[idx][idy] > 0.0f) output[idx][idy] = input[idx][idy];")
+    full = _program("output[idx][idy] = input[idx][idy] * 3.0f;")
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        a, b = (rng.uniform(-1, 1, (13, 11)).astype(np.float32) for _ in range(2))
+        np.testing.assert_array_equal(full(a, device=device)["output"], a * 3)
+        np.testing.assert_array_equal(partial(b, device=device)["output"], np.where(b > 0, b, 0))
