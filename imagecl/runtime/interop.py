@@ -10,7 +10,7 @@ run never changes what the caller passed.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -165,6 +165,7 @@ def _output_array(target: Target, name: str, prepared: PreparedArgs, overwritten
 class Enqueued:
     event: Any  # the kernel's event
     outputs: dict  # written parameter -> its device array
+    memory: dict = field(default_factory=dict)  # what the kernel reads, kept until finish() (pooled blocks)
 
 
 def enqueue(target: Target, kernel_name: str, program: Any, launch: Any, prepared: PreparedArgs,
@@ -193,6 +194,10 @@ def enqueue(target: Target, kernel_name: str, program: Any, launch: Any, prepare
                 if is_device_array(given):
                     memory[name] = given
                     waits.extend(given.events)
+                elif target.ours and target.allocator is not None:  # a NumPy call: from its pool, no allocation
+                    memory[name] = target.allocator(given.nbytes)
+                    waits.append(cl.enqueue_copy(target.queue, memory[name], np.ascontiguousarray(given),
+                                                 is_blocking=False))
                 else:
                     memory[name] = cl.Buffer(target.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                                              hostbuf=np.ascontiguousarray(given))
@@ -206,7 +211,7 @@ def enqueue(target: Target, kernel_name: str, program: Any, launch: Any, prepare
                              f"(global {launch.global_size}, local {launch.local_size}): {exc}") from None
     for array in outputs.values():
         array.add_event(event)
-    return Enqueued(event, outputs)
+    return Enqueued(event, outputs, memory)
 
 
 def finish(target: Target, kernel_name: str, enqueued: Enqueued, returns: str,
