@@ -81,6 +81,13 @@ def test_overwritten_needs_every_grid_axis():
     assert overwritten_images(_program("output[idx][idz][idy] = input[idx][idy][idz];").info) == set()
 
 
+def test_one_component_of_a_vector_pixel_is_not_the_whole_pixel():
+    source = ("#pragma imcl grid(input, output)\nvoid f(Image<float4> input, Image<float4> output){ "
+              "output[idx][idy]%s = input[idx][idy]%s; }")
+    assert overwritten_images(imagecl.compile(source % (".x", ".x")).info) == set()
+    assert overwritten_images(imagecl.compile(source % ("", "")).info) == {"output"}
+
+
 def test_an_output_outside_the_grid_is_never_overwritten_whole():
     # the grid is `input`'s shape: a larger `output` keeps its values outside it
     assert overwritten_images(_program("output[idx][idy] = 1.0f;", grid="input").info) == set()
