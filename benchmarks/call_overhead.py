@@ -55,11 +55,20 @@ def wall(call: Callable[[], Any], repeats: int, warmup: int) -> list[float]:
 def arguments(prog: imagecl.Program, grid_shape: tuple[int, ...], scalars: dict[str, Any],
               device: Any) -> dict[str, Any]:
     """Random arrays for every array parameter (the written grid images that are not read left
-    out) and the scalars, by name."""
-    args, _ = synthetic_arguments(prog, grid_shape, given=scalars, device=device)
+    out, unless one of them is all that gives the grid its size) and the scalars, by name."""
+    given = dict(scalars)
+    rng = np.random.default_rng(1)
     for name, array in prog.info.arrays.items():
-        if array.in_grid and array.is_written and not array.is_read:
-            del args[name]
+        if array.kind == "image" and array.dims > len(grid_shape):  # a volume sampled by a 2-D grid
+            shape = (grid_shape[0],) * (array.dims - len(grid_shape)) + grid_shape
+            given[name] = (rng.random(shape) if array.element.dtype.kind == "f"
+                           else rng.integers(0, 256, shape)).astype(array.element.dtype)
+    args, _ = synthetic_arguments(prog, grid_shape, given=given, device=device)
+    left_out = [n for n, a in prog.info.arrays.items() if a.in_grid and a.is_written and not a.is_read]
+    if prog.info.grid and set(prog.info.grid) <= set(left_out):
+        left_out = [n for n in left_out if n != prog.info.grid[0]]
+    for name in left_out:
+        del args[name]
     return args
 
 
