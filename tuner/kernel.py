@@ -12,7 +12,7 @@
 
 Parameters reach the kernel as `-D NAME=value` build options. Measuring goes through the same
 engine as `.icl` programs (engine.py: build cache and parallel builds, a worker process with a
-watchdog, classified failures, the resumable SQLite store) and every strategy of strategies.py,
+watchdog, classified failures, the resumable SQLite store) and every strategy of strategies/,
 the ML tuner included, searches the space through live.LiveProblem.
 """
 from __future__ import annotations
