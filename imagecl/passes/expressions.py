@@ -10,6 +10,11 @@ from ..ir import types as ty
 from .program_info import GRID_INDICES
 from .scopes import AnalyserBase, Scope
 
+# the method that types each kind of expression (calls, subscripts and members: calls.py, access_classes.py)
+_RULES = {ir.Name: "_name_value", ir.Unary: "_unary", ir.IncDec: "_inc_dec", ir.Assign: "_assign",
+          ir.Ternary: "_ternary", ir.Cast: "_cast", ir.VectorLit: "_vector_literal", ir.Call: "_call",
+          ir.Subscript: "_subscript", ir.Member: "_member", ir.Comma: "_comma"}
+
 
 class ExpressionChecks(AnalyserBase):
     def _expr(self, e: ir.Expr, scope: Scope) -> ty.Type:
@@ -24,89 +29,94 @@ class ExpressionChecks(AnalyserBase):
             return ty.FLOAT
         if isinstance(e, ir.BoolLit):
             return ty.BOOL
-        if isinstance(e, ir.Name):
-            sym = self._lookup(e, scope)
-            if sym.kind in ("image", "array", "pointer", "private_array"):
-                what = "image" if sym.kind == "image" else "array"
-                hint = f"write {e.name}[idx][idy]" if sym.kind == "image" else None
-                raise self.error(f"{what} '{e.name}' must be subscripted to be used as a value", e.pos, hint)
-            return sym.type
-        if isinstance(e, ir.Unary):
-            t = self._expr(e.operand, scope)
-            self._require_arithmetic(t, e.operand, e.op)
-            if e.op == "!":
-                if not isinstance(t, ty.ScalarType):
-                    raise self.error(f"invalid operand to '!' (have '{t}')", e.pos)
-                return ty.INT
-            if e.op == "~" and ty.element_scalar(t).is_float:
-                raise self.error(f"invalid operand to '~' (have '{t}')", e.pos, "'~' needs an integer")
-            return ty.promote(t) if isinstance(t, ty.ScalarType) else t
-        if isinstance(e, ir.IncDec):
-            t = self._expr(e.target, scope)
-            self._array_update(e)
-            self._require_lvalue(e.target, scope, e.op)
-            self._require_arithmetic(t, e.target, e.op)
-            return t
         if isinstance(e, ir.Binary):
             return self._binary(e.op, e.left, e.right, e.pos, scope)
-        if isinstance(e, ir.Assign):
-            target_t = self._expr(e.target, scope)
-            self._array_update(e)
-            self._require_lvalue(e.target, scope, e.op)
-            if e.op == "=":
-                value_t = self._expr(e.value, scope)
-            else:
-                value_t = self._binary(e.op[:-1], e.target, e.value, e.pos, scope, compound=True)
-            if not ty.is_assignable(target_t, value_t):
-                raise self.error(f"cannot assign a value of type '{value_t}' to '{target_t}'", e.pos,
-                                 vector_hint(target_t, value_t))
-            return target_t
-        if isinstance(e, ir.Ternary):
-            self._condition(e.cond, scope)
-            a = self._expr(e.then, scope)
-            b = self._expr(e.other, scope)
-            self._require_arithmetic(a, e.then, "?:")
-            self._require_arithmetic(b, e.other, "?:")
-            result = ty.arithmetic_result(a, b)
-            if result is None:
-                raise self.error(f"incompatible operand types in '?:' ('{a}' and '{b}')", e.pos)
-            return result
-        if isinstance(e, ir.Cast):
-            t = self._expr(e.operand, scope)
-            self._require_arithmetic(t, e.operand, "cast")
-            target = e.target_type
-            if target == ty.VOID:
-                raise self.error("cannot cast to void", e.pos)
-            if isinstance(target, ty.VectorType) and isinstance(t, ty.VectorType):
-                raise self.error(f"cannot cast '{t}' to '{target}'", e.pos,
-                                 f"OpenCL converts vectors with convert_{target}(...)")
-            if isinstance(target, ty.ScalarType) and isinstance(t, ty.VectorType):
-                raise self.error(f"cannot cast vector '{t}' to scalar '{target}'", e.pos,
-                                 "take a component, e.g. v.x")
-            return target
-        if isinstance(e, ir.VectorLit):
-            total = 0
-            for el in e.elements:
-                t = self._expr(el, scope)
-                self._require_arithmetic(t, el, "vector literal")
-                total += t.width if isinstance(t, ty.VectorType) else 1
-            width = e.vector_type.width
-            if total != width and total != 1:
-                raise self.error(f"vector literal of type '{e.vector_type}' needs {width} components, "
-                                 f"got {total}", e.pos)
-            return e.vector_type
-        if isinstance(e, ir.Call):
-            return self._call(e, scope)
-        if isinstance(e, ir.Subscript):
-            return self._subscript(e, scope)
-        if isinstance(e, ir.Member):
-            return self._member(e, scope)
-        if isinstance(e, ir.Comma):
-            t: ty.Type = ty.VOID
-            for sub in e.exprs:
-                t = self._expr(sub, scope)
-            return t
-        raise self.error(f"unsupported expression {type(e).__name__}", e.pos)  # pragma: no cover
+        rule = _RULES.get(type(e))
+        if rule is None:  # pragma: no cover - the parser makes no other expressions
+            raise self.error(f"unsupported expression {type(e).__name__}", e.pos)
+        return getattr(self, rule)(e, scope)
+
+    def _name_value(self, e: ir.Name, scope: Scope) -> ty.Type:
+        sym = self._lookup(e, scope)
+        if sym.kind in ("image", "array", "pointer", "private_array"):
+            what = "image" if sym.kind == "image" else "array"
+            hint = f"write {e.name}[idx][idy]" if sym.kind == "image" else None
+            raise self.error(f"{what} '{e.name}' must be subscripted to be used as a value", e.pos, hint)
+        return sym.type
+
+    def _unary(self, e: ir.Unary, scope: Scope) -> ty.Type:
+        t = self._expr(e.operand, scope)
+        self._require_arithmetic(t, e.operand, e.op)
+        if e.op == "!":
+            if not isinstance(t, ty.ScalarType):
+                raise self.error(f"invalid operand to '!' (have '{t}')", e.pos)
+            return ty.INT
+        if e.op == "~" and ty.element_scalar(t).is_float:
+            raise self.error(f"invalid operand to '~' (have '{t}')", e.pos, "'~' needs an integer")
+        return ty.promote(t) if isinstance(t, ty.ScalarType) else t
+
+    def _inc_dec(self, e: ir.IncDec, scope: Scope) -> ty.Type:
+        t = self._expr(e.target, scope)
+        self._array_update(e)
+        self._require_lvalue(e.target, scope, e.op)
+        self._require_arithmetic(t, e.target, e.op)
+        return t
+
+    def _assign(self, e: ir.Assign, scope: Scope) -> ty.Type:
+        target_t = self._expr(e.target, scope)
+        self._array_update(e)
+        self._require_lvalue(e.target, scope, e.op)
+        if e.op == "=":
+            value_t = self._expr(e.value, scope)
+        else:
+            value_t = self._binary(e.op[:-1], e.target, e.value, e.pos, scope, compound=True)
+        if not ty.is_assignable(target_t, value_t):
+            raise self.error(f"cannot assign a value of type '{value_t}' to '{target_t}'", e.pos,
+                             vector_hint(target_t, value_t))
+        return target_t
+
+    def _ternary(self, e: ir.Ternary, scope: Scope) -> ty.Type:
+        self._condition(e.cond, scope)
+        a = self._expr(e.then, scope)
+        b = self._expr(e.other, scope)
+        self._require_arithmetic(a, e.then, "?:")
+        self._require_arithmetic(b, e.other, "?:")
+        result = ty.arithmetic_result(a, b)
+        if result is None:
+            raise self.error(f"incompatible operand types in '?:' ('{a}' and '{b}')", e.pos)
+        return result
+
+    def _cast(self, e: ir.Cast, scope: Scope) -> ty.Type:
+        t = self._expr(e.operand, scope)
+        self._require_arithmetic(t, e.operand, "cast")
+        target = e.target_type
+        if target == ty.VOID:
+            raise self.error("cannot cast to void", e.pos)
+        if isinstance(target, ty.VectorType) and isinstance(t, ty.VectorType):
+            raise self.error(f"cannot cast '{t}' to '{target}'", e.pos,
+                             f"OpenCL converts vectors with convert_{target}(...)")
+        if isinstance(target, ty.ScalarType) and isinstance(t, ty.VectorType):
+            raise self.error(f"cannot cast vector '{t}' to scalar '{target}'", e.pos,
+                             "take a component, e.g. v.x")
+        return target
+
+    def _vector_literal(self, e: ir.VectorLit, scope: Scope) -> ty.Type:
+        total = 0
+        for el in e.elements:
+            t = self._expr(el, scope)
+            self._require_arithmetic(t, el, "vector literal")
+            total += t.width if isinstance(t, ty.VectorType) else 1
+        width = e.vector_type.width
+        if total != width and total != 1:
+            raise self.error(f"vector literal of type '{e.vector_type}' needs {width} components, "
+                             f"got {total}", e.pos)
+        return e.vector_type
+
+    def _comma(self, e: ir.Comma, scope: Scope) -> ty.Type:
+        t: ty.Type = ty.VOID
+        for sub in e.exprs:
+            t = self._expr(sub, scope)
+        return t
 
     def _lookup(self, e: ir.Name, scope: Scope) -> ir.Symbol:
         sym = scope.lookup(e.name)

@@ -7,7 +7,7 @@ from typing import Callable, Optional
 from ..errors import CompileError
 from ..ir import nodes as ir
 from ..ir.consteval import const_int
-from .program_info import GRID_INDICES, ProgramInfo
+from .program_info import GRID_INDICES, ArrayInfo, ProgramInfo
 
 
 def grid_offset(expr: ir.Expr) -> Optional[tuple[Optional[str], int]]:
@@ -34,49 +34,65 @@ def check_races(info: ProgramInfo, error: Callable[..., CompileError]) -> None:
     grid_vars = GRID_INDICES[: info.grid_dims]
     fixed_single = info.grid_size is not None and all(s == 1 for s in info.grid_size)
     for array in info.arrays.values():
-        write_forms = []
-        for w in array.writes:
-            forms = [grid_offset(i) for i in w.indices]
-            write_forms.append(forms)
-            if any(f is None for f in forms):
-                info.unchecked_races.append(
-                    f"{info.filename}:{w.pos.line}: write to '{array.name}' at a computed position"
-                )
-                continue
-            used = [f[0] for f in forms if f[0] is not None]
-            if fixed_single:
-                continue
-            # each grid index exactly once is an injective map (a transpose too): no race
-            if array.kind == "image" and (len(set(used)) != len(used) or set(used) != set(grid_vars)):
-                missing = [v for v in grid_vars if v not in used]
-                raise error(
-                    f"data race: every grid point writes '{array.name}' at a position that does not "
-                    f"depend on {', '.join(missing) or 'a distinct grid index per dimension'}",
-                    w.pos, f"write {array.name}[{']['.join(grid_vars)}] (plus constant offsets)",
-                )
-            if array.kind == "pointer" and not used:
-                raise error(
-                    f"data race: every grid point writes '{array.name}' at the same constant index",
-                    w.pos,
-                )
+        write_forms = _check_writes(info, array, grid_vars, fixed_single, error)
         if not array.writes or not array.reads:
             continue
         if array.kind == "pointer":
             info.unchecked_races.append(f"pointer '{array.name}' is read and written")
             continue
-        for r in array.reads:
-            forms = [grid_offset(i) for i in r.indices]
-            if any(f is None for f in forms):
-                info.unchecked_races.append(
-                    f"{info.filename}:{r.pos.line}: read of written '{array.name}' at a computed position"
-                )
+        _check_reads(info, array, write_forms, error)
+
+
+Forms = list[Optional[tuple[Optional[str], int]]]
+
+
+def _check_writes(info: ProgramInfo, array: ArrayInfo, grid_vars: tuple[str, ...], fixed_single: bool,
+                  error: Callable[..., CompileError]) -> list[Forms]:
+    """Every grid point must write its own element; returns each write's index forms."""
+    write_forms = []
+    for w in array.writes:
+        forms = [grid_offset(i) for i in w.indices]
+        write_forms.append(forms)
+        if any(f is None for f in forms):
+            info.unchecked_races.append(
+                f"{info.filename}:{w.pos.line}: write to '{array.name}' at a computed position"
+            )
+            continue
+        used = [f[0] for f in forms if f[0] is not None]
+        if fixed_single:
+            continue
+        # each grid index exactly once is an injective map (a transpose too): no race
+        if array.kind == "image" and (len(set(used)) != len(used) or set(used) != set(grid_vars)):
+            missing = [v for v in grid_vars if v not in used]
+            raise error(
+                f"data race: every grid point writes '{array.name}' at a position that does not "
+                f"depend on {', '.join(missing) or 'a distinct grid index per dimension'}",
+                w.pos, f"write {array.name}[{']['.join(grid_vars)}] (plus constant offsets)",
+            )
+        if array.kind == "pointer" and not used:
+            raise error(
+                f"data race: every grid point writes '{array.name}' at the same constant index",
+                w.pos,
+            )
+    return write_forms
+
+
+def _check_reads(info: ProgramInfo, array: ArrayInfo, write_forms: list[Forms],
+                 error: Callable[..., CompileError]) -> None:
+    """A written array may be read only where the same grid point writes it."""
+    for r in array.reads:
+        forms = [grid_offset(i) for i in r.indices]
+        if any(f is None for f in forms):
+            info.unchecked_races.append(
+                f"{info.filename}:{r.pos.line}: read of written '{array.name}' at a computed position"
+            )
+            continue
+        for wf in write_forms:
+            if any(f is None for f in wf):
                 continue
-            for wf in write_forms:
-                if any(f is None for f in wf):
-                    continue
-                if forms != wf:
-                    raise error(
-                        f"data race: '{array.name}' is written by the kernel and read here at another "
-                        "position, which other grid points may be writing",
-                        r.pos, "read from a separate input image instead",
-                    )
+            if forms != wf:
+                raise error(
+                    f"data race: '{array.name}' is written by the kernel and read here at another "
+                    "position, which other grid points may be writing",
+                    r.pos, "read from a separate input image instead",
+                )
