@@ -53,14 +53,7 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
 
     abandoned: list[np.ndarray] = []
     while session.remaining > 0:
-        best = _best_rows(session, 64)
-        if abandoned:
-            far = np.array([min(int((row != a).sum()) for a in abandoned) > 2 for row in best], dtype=bool)
-            # faster than every centre given up: not known when they were, so a centre again
-            given_up = min(session.times[tuple(int(v) for v in a)] for a in abandoned)
-            far |= np.array([session.times[tuple(int(v) for v in row)] < given_up for row in best], dtype=bool)
-            best = best[far] if far.any() else best
-        best = best[:width]
+        best = _centres(session, abandoned, width)
         if len(best) == 0:
             break
         centre = best[0]
@@ -86,3 +79,16 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
         count += 1
         since_fit += 1
     return count
+
+
+def _centres(session: Session, abandoned: list[np.ndarray], width: int) -> np.ndarray:
+    """The `width` best measured configurations the walk may centre on: more than two parameters
+    from every abandoned centre, or faster than all of them (unless none is)."""
+    best = _best_rows(session, 64)
+    if abandoned:
+        far = np.array([min(int((row != a).sum()) for a in abandoned) > 2 for row in best], dtype=bool)
+        # faster than every centre given up: not known when they were, so a centre again
+        given_up = min(session.times[tuple(int(v) for v in a)] for a in abandoned)
+        far |= np.array([session.times[tuple(int(v) for v in row)] < given_up for row in best], dtype=bool)
+        best = best[far] if far.any() else best
+    return best[:width]
