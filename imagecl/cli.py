@@ -689,6 +689,7 @@ def _import(args) -> int:
     """Other tools' measurements into our store, so `results`, `simulate` and `export` see them.
     Without our program's source, they are filed under the file's name and metadata. Only what
     was measured goes in: every entry left out is counted with its reason."""
+    from .progress import Progress, counted
     from .tuner.formats import FormatError, load_json
     from .tuner.importing import plan_import
     from .tuner.store import Record, RunKey, Store, text_hash
@@ -712,9 +713,10 @@ def _import(args) -> int:
     name = args.program or str(meta.get("kernel_name") or Path(args.file).stem)
     run = RunKey(text_hash(f"imported:{Path(args.file).resolve()}"), name, str(meta.get("device_name", "unknown")),
                  "imported", _our_problem_size(meta.get("problem_size", "unknown")))
+    records = (Record(config, m.status, m.seconds, m.times, error=m.error, timestamp=m.timestamp)
+               for config, m in plan.configs())
     with Store(db) as store:
-        store.add_many(run, (Record(config, m.status, m.seconds, m.times, error=m.error, timestamp=m.timestamp)
-                             for config, m in plan.configs()))
+        store.add_many(run, counted(records, len(plan.measurements), Progress("importing", unit="record")))
     print(f"stored {len(plan.measurements)} measurements of '{terminal(name)}' from {args.file} in {mask(db)}")
     if plan.merged:
         print(f"merged {plan.merged} repeated measurements of a configuration (the fastest kept)")

@@ -26,13 +26,7 @@ def best_so_far(times: Sequence[Optional[float]]) -> list[Optional[float]]:
 def plot_run(path: str | Path, title: str, names: Sequence[str], measurements: Sequence[Mapping[str, Any]]) -> None:
     """Write the plot of one run's `measurements` ({"config", "time_seconds"}, in measurement order) to `path`
     (its format from the name's suffix, as matplotlib knows them: .png, .svg, .pdf)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # no display needed, and none opened
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImageCLError("--plot needs matplotlib: pip install 'imagecl[plot]' (or pip install matplotlib)") from None
+    plt = pyplot("--plot")
     suffix = Path(path).suffix.lower().lstrip(".")
     formats = plt.figure().canvas.get_supported_filetypes()
     plt.close("all")
@@ -61,10 +55,30 @@ def plot_run(path: str | Path, title: str, names: Sequence[str], measurements: S
         ax.set(xlabel=name, ylabel="time (ms)")
         if ok:
             ax.set_yscale("log")
+    save_figure(fig, path)
+
+
+def pyplot(what: str = "plotting") -> Any:
+    """matplotlib.pyplot drawing off-screen (Agg), or an ImageCLError saying how to install it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no display needed, and none opened
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImageCLError(f"{what} needs matplotlib: pip install 'imagecl[plot]' (or pip install matplotlib)") \
+            from None
+    return plt
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 110) -> None:
+    """Write `fig` to `path` (format from the suffix) through a temporary file, and close it."""
+    import matplotlib.pyplot as plt
+
     buffer = io.BytesIO()
-    fig.savefig(buffer, format=suffix, dpi=110)
+    fig.savefig(buffer, format=Path(path).suffix.lower().lstrip("."), dpi=dpi)
     plt.close(fig)
     write_atomic(path, buffer.getvalue())
 
 
-__all__ = ["best_so_far", "plot_run"]
+__all__ = ["best_so_far", "plot_run", "pyplot", "save_figure"]

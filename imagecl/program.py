@@ -9,15 +9,16 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from .codegen.variant import VariantPlan, generate, kernel_args, launch_geometry, local_images, tile_bytes_at_launch
-from .errors import ConfigError, ImageCLError
+from .errors import ArgumentError, ConfigError, ImageCLError
 from .frontend.parser import parse
 from .frontend.source import decode_source
 from .passes.footprint import AccessAnalysis
 from .passes.semantic import ProgramInfo, analyse
-from .runtime import launcher
+from .runtime import interop, launcher
 from .runtime.arguments import PreparedArgs, prepare
+from .runtime.built import BuiltKernel
 from .runtime.devices import select_device
-from .runtime.memory import check_device, prepared_buffers
+from .runtime.memory import check_device, check_host, prepared_buffers
 from .space import DeviceLimits, Space, TunableScope, analyses_per_tunables, build_space
 
 
@@ -143,43 +144,135 @@ class Program:
         return cache[key]
 
     # ---- running ----------------------------------------------------------------------------------
-    def __call__(self, device: Any = None, config: Optional[Mapping[str, Any]] = None,
-                 timeout: Optional[float] = None, **arguments: Any) -> dict[str, np.ndarray]:
-        outputs, _ = self.run(arguments, device=device, config=config, timeout=timeout)
+    def __call__(self, *image: Any, device: Any = None, config: Optional[Mapping[str, Any]] = None,
+                 timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy", cast: bool = False,
+                 **arguments: Any) -> dict[str, Any]:
+        """Run once and return every written array: NumPy arrays, or with returns="device"
+        pyopencl.array.Arrays on the run's queue (returned without waiting for the kernel).
+        A program with one input array takes it positionally: `prog(img)`. Arrays may be NumPy or
+        pyopencl.array.Array (used on the device in place, never copied to the host); the run
+        goes to `queue` (a pyopencl.CommandQueue: its context and device), else the queue of
+        the first device array, else the default device (or `device`). `cast=True` converts
+        arrays of another dtype (astype) instead of refusing them."""
+        outputs, _ = self._run(self._with_positional(image, arguments), device, config, timeout, queue, returns, cast,
+                               timed=False)
         return outputs
 
     def run(self, arguments: Mapping[str, Any], device: Any = None, config: Optional[Mapping[str, Any]] = None,
-            timeout: Optional[float] = None) -> tuple[dict[str, np.ndarray], float]:
-        """Run once; returns the written arrays and the kernel's time in seconds (profiling events).
-        With a `timeout` (seconds) the run goes to a child process that is stopped, with an
-        ExecutionError, when the upload, kernel and download take longer (starting it and
-        building the kernel are not counted); without one it runs here, and a kernel that never
-        ends blocks the caller."""
+            timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy",
+            cast: bool = False) -> tuple[dict[str, Any], Optional[float]]:
+        """Run once; returns the written arrays and the kernel's time in seconds (profiling events;
+        None on a caller's queue made without profiling). With a `timeout` (seconds) the run goes to
+        a child process that is stopped, with an ExecutionError, when the upload, kernel and
+        download take longer (starting it and building the kernel are not counted); it takes and
+        returns NumPy arrays only. Without one it runs here, and a kernel that never ends blocks
+        the caller. The other options are __call__'s."""
+        return self._run(dict(arguments), device, config, timeout, queue, returns, cast, timed=True)
+
+    def _with_positional(self, image: tuple, arguments: dict[str, Any]) -> dict[str, Any]:
+        if not image:
+            return arguments
+        inputs = [p.name for p in self.info.params if p.name in self.info.arrays and self.info.arrays[p.name].is_read]
+        if len(image) > 1:
+            raise ArgumentError(f"'{self.name}' takes at most one argument by position (its input image), got "
+                                f"{len(image)}: pass the others by name ({', '.join(self.parameters)})")
+        if len(inputs) != 1:
+            raise ArgumentError(f"'{self.name}' reads {len(inputs)} arrays ({', '.join(inputs) or 'none'}): pass "
+                                "them by name, e.g. " + (f"prog({inputs[0]}=...)" if inputs else "prog(name=...)"))
+        if inputs[0] in arguments:
+            raise ArgumentError(f"'{inputs[0]}' is given twice: by position and by name")
+        return {inputs[0]: image[0], **arguments}
+
+    def _run(self, arguments: Mapping[str, Any], device: Any, config: Optional[Mapping[str, Any]],
+             timeout: Optional[float], queue: Any, returns: str, cast: bool, timed: bool) -> tuple[dict, Optional[float]]:
+        returns = interop.check_returns(returns)
         if timeout is not None:
-            from .runtime.isolated import check_timeout
+            from .runtime.isolated import check_timeout, run_isolated
 
             timeout = check_timeout(timeout)
-        cl_device = select_device(device)
-        prepared = prepare(self.info, dict(arguments))
-        check_device(prepared_buffers(self.info, prepared.arrays), cl_device)
-        space = self.space_for_limits(DeviceLimits.of(cl_device), prepared.grid_shape)
+            if queue is not None or returns != "numpy" or any(interop.is_device_array(v) for v in arguments.values()):
+                raise ArgumentError("a run with a timeout goes to another process, so it takes and returns NumPy "
+                                    "arrays only (no queue=, device arrays or returns='device')")
+            cl_device = select_device(device)
+            prepared = prepare(self.info, dict(arguments), cast=cast)
+            check_device(prepared_buffers(self.info, prepared.arrays), cl_device)
+            _, full = self._plan_for(cl_device, prepared.grid_shape, config)
+            return run_isolated(self, prepared, cl_device, full, timeout)
+        target = interop.resolve_target(device, queue, arguments)
+        prepared = prepare(self.info, dict(arguments), copy=False, cast=cast, device_ok=True)
+        check_device(prepared_buffers(self.info, prepared.arrays), target.device)
+        if returns == "numpy":  # the host receives the written arrays
+            check_host([b for b, n in zip(prepared_buffers(self.info, prepared.arrays), prepared.arrays)
+                        if n in prepared.outputs], "the outputs", copies=1)
+        plan, _ = self._plan_for(target.device, prepared.grid_shape, config)
+        program = launcher.build(target.device, self.source_of(plan), context=target.context)
+        launch = self.launch_for(plan, prepared)
+        enqueued = interop.enqueue(target, self.kernel_symbol, program, launch, prepared)
+        return interop.finish(target, self.kernel_symbol, enqueued, returns, timed)
+
+    def _plan_for(self, cl_device: Any, grid_shape: tuple[int, ...],
+                  config: Optional[Mapping[str, Any]]) -> tuple[VariantPlan, Optional[dict]]:
+        """The variant a run uses (the given configuration, else the pinned one, else the tuned
+        one at this size, else the naive one) and its full configuration (None: naive). Cached:
+        every call of prog(...) asks, and the answer changes only with the registry's file."""
+        from . import tuned
+
+        space = self.space_for_limits(DeviceLimits.of(cl_device), grid_shape)
         if config is None:
             config = self.pinned
         if config is None:
-            config = self.tuned_config(cl_device, space, tuple(reversed(prepared.grid_shape)))
-        if config is None:
-            plan = VariantPlan.naive(self.info)
+            key: Any = ("tuned", cl_device.int_ptr, grid_shape, tuned.stamp(self, cl_device))
         else:
-            config = space.complete(config)
-            plan = VariantPlan.from_config(self.info, config)
-        if timeout is not None:
-            from .runtime.isolated import run_isolated
+            try:
+                key = ("given", id(space), tuple(sorted(config.items())))
+                hash(key)
+            except (AttributeError, TypeError):
+                key = None  # not a mapping of plain values: complete() says what is wrong
+        cache = self.__dict__.setdefault("_plans", {})
+        if key is not None and key in cache:
+            return cache[key]
+        full = self.tuned_config(cl_device, space, tuple(reversed(grid_shape))) if config is None else config
+        if full is None:
+            result: tuple[VariantPlan, Optional[dict]] = (VariantPlan.naive(self.info), None)
+        else:
+            full = space.complete(full)
+            result = (VariantPlan.from_config(self.info, full), full)
+        if key is not None:
+            if len(cache) > 256:
+                cache.clear()
+            cache[key] = result
+        return result
 
-            return run_isolated(self, prepared, cl_device, config, timeout)
+    def build(self, target: Any = None, size: Optional[tuple[int, ...]] = None,
+              config: Optional[Mapping[str, Any]] = None) -> BuiltKernel:
+        """The variant prog(...) would run (or `config`'s) built for `target` (a
+        pyopencl.CommandQueue, else a device as `device=` takes it, on our queue of that device)
+        at `size` (width, height[, depth]; not needed for a program with a fixed grid_size), for
+        enqueueing it yourself: see BuiltKernel."""
+        import pyopencl as cl
+
+        if isinstance(target, cl.CommandQueue):
+            run_target = interop.resolve_target(None, target, {})
+        else:
+            run_target = interop.resolve_target(target, None, {})
+        if self.info.grid:
+            if size is None:
+                raise ArgumentError(f"'{self.name}' runs over its images' grid: build(..., size=(width, height"
+                                    + (", depth" if self.info.grid_dims == 3 else "") + ")) needs the size")
+            size = tuple(size)
+            if len(size) != self.info.grid_dims or not all(isinstance(s, (int, np.integer)) and s > 0 for s in size):
+                raise ArgumentError(f"size= needs {self.info.grid_dims} positive integers (width, height"
+                                    + (", depth" if self.info.grid_dims == 3 else "") + f"), got {size!r}")
+            grid_shape = tuple(int(s) for s in reversed(size))
+        else:
+            grid_shape = tuple(reversed(self.info.grid_size))
+        plan, full = self._plan_for(run_target.device, grid_shape, config)
         source = self.source_of(plan)
-        program = launcher.build(cl_device, source)
-        launch = self.launch_for(plan, prepared)
-        return launcher.run_kernel(cl_device, program, self.kernel_symbol, launch, prepared)
+        program = launcher.build(run_target.device, source, context=run_target.context)
+        global_size, local_size = launch_geometry(self.info, self._launch_plan(plan), tuple(reversed(grid_shape)))
+        return BuiltKernel(program, cl.Kernel(program, self.kernel_symbol), self.kernel_symbol, global_size,
+                           local_size, kernel_args(self.info, plan), tuple(reversed(grid_shape)), full, source,
+                           run_target.queue, self, plan)
 
     def tuned_config(self, device: Any = None, space: Optional[Space] = None,
                      size: Optional[tuple[int, ...]] = None) -> Optional[dict]:
@@ -201,13 +294,31 @@ class Program:
             import warnings
 
             warnings.warn(f"'{self.name}' was never tuned for {tuned.size_key(size)} on this device; using the "
-                          f"configuration tuned for {tuned.size_key(found.size)}", UserWarning, stacklevel=4)
+                          f"configuration tuned for {tuned.size_key(found.size)}", UserWarning,
+                          stacklevel=_caller_level())
         return config
 
-    def launch_for(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
-        """Everything the host passes for one launch of `plan` on `prepared` arguments."""
+    def _launch_plan(self, plan: VariantPlan) -> VariantPlan:
+        """A variant with local-memory tiles launches with a work-group size (16x16 unless set)."""
         if local_images(self.info, plan) and plan.wg is None:
-            plan = VariantPlan(**{**plan.__dict__, "wg": (16, 16) if self.info.grid_dims == 2 else (8, 8, 4)})
+            return VariantPlan(**{**plan.__dict__, "wg": (16, 16) if self.info.grid_dims == 2 else (8, 8, 4)})
+        return plan
+
+    def launch_for(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
+        """Everything the host passes for one launch of `plan` on `prepared` arguments (the same
+        for the same plan, array shapes and scalars: kept, as every prog(...) call asks)."""
+        key = (plan, tuple((n, tuple(a.shape)) for n, a in prepared.arrays.items()),
+               tuple(prepared.scalars.items()), prepared.grid_shape)
+        cache = self.__dict__.setdefault("_launches", {})
+        launch = cache.get(key)
+        if launch is None:
+            if len(cache) > 256:
+                cache.clear()
+            launch = cache[key] = self._new_launch(plan, prepared)
+        return launch
+
+    def _new_launch(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
+        plan = self._launch_plan(plan)
         analysis = self.analysis_for(dict(plan.tunables))
         values: list = []
         for arg in kernel_args(self.info, plan):
@@ -227,6 +338,19 @@ class Program:
         global_size, local_size = launch_geometry(self.info, plan, grid_xyz)
         images = {n: self.info.arrays[n].dims for n in plan.image_mem}
         return launcher.Launch(values, global_size, local_size, images)
+
+
+def _caller_level() -> int:
+    """The warnings stacklevel of the first frame outside this package, seen from the function
+    that calls this one: a warning then points at the user's line, however deep the call."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def compile(source: str, filename: str = "<string>") -> Program:  # noqa: A001 - the API's name

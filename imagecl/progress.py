@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Optional
+from typing import Any, Iterable, Iterator, Optional, TypeVar
+
+T = TypeVar("T")
 
 from tqdm import tqdm
 
@@ -50,6 +52,16 @@ class Progress:
             self.bar = None
 
 
+def counted(items: Iterable[T], total: int, progress: Progress) -> Iterator[T]:
+    """`items`, reporting to `progress` as each one is taken (a consumer that takes them lazily,
+    such as one transaction's inserts, is then what the progress shows)."""
+    done = 0
+    for item in items:
+        yield item
+        done += 1
+        progress(done, total)
+
+
 def _postfix(summary: Any) -> str:
     if summary is None:
         return ""
@@ -66,4 +78,4 @@ def _is_terminal(stream) -> bool:
         return False
 
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "counted"]

@@ -133,6 +133,24 @@ def has_records(program) -> bool:
     return folder.is_dir() and any(folder.glob("*.json"))
 
 
+@functools.lru_cache(maxsize=64)  # a device's description is fixed for the process
+def _device_key_of(device) -> str:
+    from .runtime.devices import device_key
+
+    return device_key(device)
+
+
+def stamp(program, device) -> tuple:
+    """What changes whenever the record lookup() would read for `program` on `device` changes
+    (its path, and its file's modification time, size and inode): a key for caching lookups."""
+    path = _file(program_key(program.info.unit), _device_key_of(device))
+    try:
+        st = path.stat()
+    except OSError:
+        return (str(path), None)
+    return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+
+
 @dataclass
 class Found:
     configuration: dict
@@ -218,4 +236,4 @@ def remove(program: str, device: Optional[str] = None, size: Optional[list[int]]
     return gone
 
 
-__all__ = ["registry_dir", "program_key", "record", "lookup", "records", "remove", "Record", "Found", "Outcome"]
+__all__ = ["registry_dir", "program_key", "record", "lookup", "stamp", "records", "remove", "Record", "Found", "Outcome"]

@@ -192,7 +192,9 @@ def _add_pragma(source: str, rng: random.Random) -> str:
         values = rng.choice(("1, 2", "0, 1", "1, 99999999999999999999999", "-1, 2147483648", "09", "4, 4"))
         line = f"#pragma imcl tunable({name}: {values})"
     elif which == "boundary_cond":
-        line = f"#pragma imcl boundary_cond({target}:{rng.choice(('constant', 'clamped', 'mirror', 'wrap', 'x'))})"
+        modes = ('constant', 'clamped', 'mirror', 'wrap', 'reflect', 'x', 'constant(2.5)', 'constant(-3)',
+                 'constant(1e99)', 'constant(x)', 'reflect(1)', 'constant(')
+        line = f"#pragma imcl boundary_cond({target}:{rng.choice(modes)})"
     else:
         line = f"#pragma imcl {which}({target})"
     return line + "\n" + source
@@ -228,7 +230,7 @@ class _Generator:
         src, out, scale = self.name(taken), self.name(taken), self.name(taken)
         kernel = self.name(taken)
         lines = [f"#pragma imcl grid({src}, {out})"]
-        mode = rng.choice(("constant", "clamped", "mirror", "wrap"))
+        mode = rng.choice(("constant", "clamped", "mirror", "wrap", "reflect", "constant(0.5)"))
         lines.append(f"#pragma imcl boundary_cond({src}:{mode})")
         tunable = None
         if rng.random() < 0.4:

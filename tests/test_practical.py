@@ -177,10 +177,23 @@ def test_import_is_one_transaction(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(store_module, "_row", original)
     with Store(tmp_path / "k.db", readonly=True) as store:
         assert list(store.records()) == []
-    code, _, err = cli(capsys, "import", tmp_path / "kt.json", "--db", tmp_path / "k.db")
+    code, out, err = cli(capsys, "import", tmp_path / "kt.json", "--db", tmp_path / "k.db")
     assert code == 0, err
     with Store(tmp_path / "k.db", readonly=True) as store:
         assert sorted(r.time for r in store.records()) == pytest.approx([(1.0 + x) * 1e-3 for x in range(10)])
+    # its progress, on standard error (stdout keeps the summary): a line per tenth of the records
+    lines = [line for line in err.splitlines() if line.startswith("importing:")]
+    assert len(lines) == 10 and lines[-1].startswith("importing: 100%") and "10/10" in lines[-1]
+    assert "importing" not in out and out.startswith("stored 10 measurements")
+
+
+def test_counted_reports_as_the_consumer_takes_items():
+    from imagecl.progress import counted
+
+    seen = []
+    items = counted(iter("abcd"), 4, lambda done, total: seen.append((done, total)))
+    assert next(items) == "a" and seen == []  # reported once taken, not ahead of the consumer
+    assert list(items) == ["b", "c", "d"] and seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
 def test_t4_export_writes_its_metadata_beside_the_results(tmp_path, capsys):

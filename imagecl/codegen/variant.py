@@ -243,8 +243,23 @@ def uses_double(info: ProgramInfo) -> bool:
     return False
 
 
+# mirror, wrap and reflect are computed on the indices (the samplers' repeat modes need
+# normalised coordinates); a constant other than 0 is tested before the CLAMP sampler's read
 _SAMPLER_ADDRESS = {"constant": "CLK_ADDRESS_CLAMP", "clamped": "CLK_ADDRESS_CLAMP_TO_EDGE",
-                    "mirror": "CLK_ADDRESS_NONE", "wrap": "CLK_ADDRESS_NONE"}
+                    "mirror": "CLK_ADDRESS_NONE", "wrap": "CLK_ADDRESS_NONE", "reflect": "CLK_ADDRESS_NONE"}
+
+
+def fill_literal(array: ArrayInfo) -> str:
+    """The C text of what `constant` reads outside `array` ("0" unless a fill value is given)."""
+    if not array.fill:
+        return "0"
+    if isinstance(array.fill, int):
+        return str(array.fill)
+    base = ty.element_scalar(array.element)
+    text = repr(float(array.fill))
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return text if base == ty.DOUBLE else text + "f"
 SHARED_SAMPLER = "imcl_sampler"
 
 
@@ -293,10 +308,12 @@ def read_functions(info: ProgramInfo, plan: VariantPlan) -> tuple[list[dict], li
             "coord_params": ", ".join(f"int {c}" for c in coords),
             "outside": " || ".join(f"{c} < 0 || {c} >= {e}" for c, e in zip(coords, extents)),
             "axes": list(zip(coords, extents)),
+            "fill": fill_literal(array),
         }
         if array.name in plan.image_mem:
             sampler, address, explicit = chosen[array.name]
             samplers[sampler] = {"name": sampler, "address": address}
+            explicit = explicit or common["fill"] != "0"  # the CLAMP sampler's border is 0
             coord = "(int2)(x, y)" if array.dims == 2 else "(int4)(x, y, z, 0)"
             images.append({**common, "dims": array.dims, "explicit": explicit,
                            "read": _image_read_call(array, sampler, coord), "inside": plan.interior})

@@ -138,7 +138,8 @@ class ProgramFeatures:
             "footprint_points": sum(b.footprint_points for b in bounded),
             "unbounded_images": sum(1 for b in read_images if not b.bounded),
             "reused_images": sum(1 for b in read_images if b.reused),
-            **{f"boundary_{m}": sum(1 for b in read_images if b.boundary == m) for m in BOUNDARY_MODES},
+            **{f"boundary_{m}": sum(1 for b in read_images if _feature_mode(b.boundary) == m)
+               for m in BOUNDARY_MODES if m != "reflect"},
             "float_images": sum(1 for b in images if _is_float(b.element)),
             "max_element_bytes": max((b.element_bytes for b in images), default=0),
             **{f"ops_{k}": self.ops[k] for k in OP_KINDS},
@@ -170,6 +171,12 @@ class ProgramFeatures:
 
 def _is_float(element: str) -> bool:
     return element.startswith(("float", "double", "half"))
+
+
+def _feature_mode(mode: Optional[str]) -> Optional[str]:
+    # reflect counts as mirror (the same index arithmetic), so the feature columns stay those
+    # that recorded data and trained models have
+    return "mirror" if mode == "reflect" else mode
 
 
 def program_features(info: ProgramInfo, analysis: AccessAnalysis, space: Optional[Space] = None,

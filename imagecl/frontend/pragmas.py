@@ -21,7 +21,9 @@ KNOWN_PRAGMAS = (
 )
 _DIRECTIVE = re.compile(r"^[ \t]*#")
 _PRAGMA = re.compile(r"^([ \t]*#[ \t]*pragma[ \t]+)(\S+)?(.*)$")
-_TOKEN = re.compile(r"\s*(?:(?P<num>-?(?:0[xX][0-9a-fA-F]+|\d+))|(?P<id>[A-Za-z_][A-Za-z0-9_]*)|(?P<sym>[(),:]))")
+# `real` only appears as the fill value of `boundary_cond(image:constant(2.5))`
+_TOKEN = re.compile(r"\s*(?:(?P<real>-?(?:(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)[fF]?)"
+                    r"|(?P<num>-?(?:0[xX][0-9a-fA-F]+|\d+))|(?P<id>[A-Za-z_][A-Za-z0-9_]*)|(?P<sym>[(),:]))")
 
 
 @dataclass
@@ -127,8 +129,18 @@ def _parse_pragma(text: str, line: int, col0: int, filename: str, source: str) -
         if i + 1 < len(inner) and inner[i + 1].text == ":":
             if i + 2 >= len(inner) or inner[i + 2].kind not in ("id", "num"):
                 raise fail(f"expected a value after ':' in pragma '{name_tok.text}'", inner[i + 1].column)
-            args.append(PragmaArg(Pos(line, tok.column), tok.text, [inner[i + 2].text]))
+            values = [inner[i + 2].text]
             i += 3
+            if i < len(inner) and inner[i].text == "(":
+                # a mode's argument: boundary_cond(image:constant(2.5)), one number
+                if name_tok.text != "boundary_cond":
+                    raise fail(f"unexpected '(' in pragma '{name_tok.text}'", inner[i].column)
+                if i + 2 >= len(inner) or inner[i + 1].kind not in ("num", "real") or inner[i + 2].text != ")":
+                    raise fail(f"expected one number and ')' after '{values[0]}('", inner[i].column,
+                               "e.g. boundary_cond(input:constant(0.5))")
+                values.append(inner[i + 1].text)
+                i += 3
+            args.append(PragmaArg(Pos(line, tok.column), tok.text, values))
         else:
             args.append(PragmaArg(Pos(line, tok.column), tok.text, []))
             i += 1

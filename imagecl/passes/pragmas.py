@@ -203,7 +203,7 @@ class PragmaChecks(AnalyserBase):
         for pragma in pragmas:
             for arg in pragma.args:
                 info = self._image_arg(arg, "boundary_cond")
-                if len(arg.values) != 1:
+                if len(arg.values) not in (1, 2):
                     raise self.error(
                         f"pragma 'boundary_cond' needs 'image:mode' for '{arg.name}'", arg.pos,
                         "modes: " + ", ".join(BOUNDARY_MODES),
@@ -218,6 +218,35 @@ class PragmaChecks(AnalyserBase):
                     raise self.error(f"boundary condition of '{arg.name}' is given twice", arg.pos)
                 seen.add(arg.name)
                 info.boundary = mode
+                if len(arg.values) == 2:
+                    info.fill = self._fill_value(info, mode, arg.values[1], arg.pos)
+
+    def _fill_value(self, info: ArrayInfo, mode: str, text: str, pos: ir.Pos) -> int | float:
+        """The value `constant(...)` reads outside `info`, checked against its element type."""
+        import math
+
+        import numpy as np
+
+        if mode != "constant":
+            raise self.error(f"boundary condition '{mode}' takes no value (only 'constant(value)' does)", pos)
+        base = ty.element_scalar(info.element)
+        is_real = any(c in text for c in ".eE") and not text.lower().startswith(("0x", "-0x"))
+        value: int | float = float(text.rstrip("fF")) if is_real else int(text, 0)
+        if base.is_integer or base == ty.BOOL:
+            if isinstance(value, float):
+                if not value.is_integer():
+                    raise self.error(f"the fill value {text} of '{info.name}' must be an integer: its pixels are "
+                                     f"{info.element.c_name()}", pos)
+                value = int(value)
+            low, high = (0, 1) if base == ty.BOOL else (int(np.iinfo(base.dtype).min), int(np.iinfo(base.dtype).max))
+            if not low <= value <= high:
+                raise self.error(f"the fill value {text} of '{info.name}' is outside {info.element.c_name()}'s "
+                                 f"range [{low}, {high}]", pos)
+            return value
+        value = float(value)
+        if not math.isfinite(value) or (base == ty.FLOAT and abs(value) > float(np.finfo(np.float32).max)):
+            raise self.error(f"the fill value {text} of '{info.name}' does not fit in {base.c_name()}", pos)
+        return value
 
     def _placements(self, pragmas: dict[str, list[ir.Pragma]]) -> dict[str, set[str]]:
         placement: dict[str, set[str]] = {}

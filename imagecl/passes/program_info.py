@@ -8,7 +8,8 @@ from typing import Optional
 from ..ir import nodes as ir
 from ..ir import types as ty
 
-BOUNDARY_MODES = ("constant", "clamped", "mirror", "wrap")
+# mirror: d c b | a b c d (SciPy 'mirror'); reflect: c b a | a b c d (SciPy 'reflect')
+BOUNDARY_MODES = ("constant", "clamped", "mirror", "wrap", "reflect")
 GRID_INDICES = ("idx", "idy", "idz")
 
 
@@ -23,6 +24,7 @@ class ArrayInfo:
     dims: int
     shape: Optional[tuple[int, ...]] = None  # fixed-size arrays only
     boundary: str = "constant"
+    fill: int | float = 0  # what `constant` reads outside the image: boundary_cond(a:constant(2.5))
     in_grid: bool = False
     reads: list[ir.Subscript] = field(default_factory=list)
     writes: list[ir.Subscript] = field(default_factory=list)

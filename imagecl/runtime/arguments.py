@@ -21,10 +21,13 @@ from .memory import Buffer, array_bytes, check_host
 
 @dataclass
 class PreparedArgs:
-    arrays: dict[str, np.ndarray]  # every array parameter, contiguous, owned by us (copies)
+    # every array parameter: contiguous copies owned by us; with prepare(copy=False) the caller's
+    # arrays (NumPy or pyopencl.array.Array), and zero-stride views for the zero-filled ones
+    arrays: dict[str, Any]
     scalars: dict[str, Any]  # NumPy scalars of the parameter's type
     grid_shape: tuple[int, ...]  # NumPy order: (height, width) or (depth, height, width)
     outputs: list[str]  # the written arrays, in parameter order
+    zeros: frozenset = frozenset()  # written arrays the caller left out, allocated zero-filled
 
 
 def expected_shape_text(array: ArrayInfo) -> str:
@@ -42,21 +45,36 @@ def _element_dtype(array: ArrayInfo) -> np.dtype:
     return array.element.dtype
 
 
-def _check_array(array: ArrayInfo, value: Any) -> np.ndarray:
+def _check_array(array: ArrayInfo, value: Any, cast: bool = False, device_ok: bool = False) -> Any:
+    """`value` checked against the parameter (cast to its dtype when `cast`); device arrays
+    (pyopencl.array.Array) pass when `device_ok`."""
+    from .interop import check_device_layout, is_device_array
+
     name = array.name
-    if not isinstance(value, np.ndarray):
+    want = _element_dtype(array)
+    on_device = is_device_array(value)
+    if on_device and not device_ok:
+        raise ArgumentError(f"parameter '{name}' is a pyopencl device array, which this call does not take: "
+                            "pass it as NumPy (.get())")
+    if cast and isinstance(value, (list, tuple)):
+        value = np.asarray(value, dtype=want)
+    if not isinstance(value, np.ndarray) and not on_device:
         if isinstance(value, (list, tuple)):
             raise ArgumentError(f"parameter '{name}' needs a NumPy array, not a {type(value).__name__} "
                                 f"(use np.asarray(..., dtype=np.{_element_dtype(array)}))")
         raise ArgumentError(f"parameter '{name}' needs a NumPy array of shape {expected_shape_text(array)}, "
                             f"got {type(value).__name__}")
-    want = _element_dtype(array)
     if value.dtype != want:
-        declared = array.param.type.c_name()
-        raise ArgumentError(
-            f"parameter '{name}' ({declared}) needs dtype {want}, got {value.dtype} "
-            f"(convert with arr.astype(np.{want.name}))"
-        )
+        if cast:
+            value = value.astype(want)
+        else:
+            declared = array.param.type.c_name()
+            raise ArgumentError(
+                f"parameter '{name}' ({declared}) needs dtype {want}, got {value.dtype} "
+                f"(convert with arr.astype(np.{want.name}), or pass cast=True)"
+            )
+    if on_device:
+        check_device_layout(name, value)
     vector = isinstance(array.element, ty.VectorType)
     if array.kind == "image":
         want_ndim = array.dims + (1 if vector else 0)
@@ -112,8 +130,13 @@ def _check_scalar(name: str, t: ty.Type, value: Any) -> Any:
     return t.dtype.type(value)
 
 
-def prepare(info: ProgramInfo, kwargs: dict[str, Any]) -> PreparedArgs:
-    """Check every argument against the kernel's parameters and return owned copies."""
+def prepare(info: ProgramInfo, kwargs: dict[str, Any], copy: bool = True, cast: bool = False,
+            device_ok: bool = False) -> PreparedArgs:
+    """Check every argument against the kernel's parameters. `copy`: owned, contiguous copies,
+    with the left-out outputs allocated; else the caller's arrays as given (what is uploaded is
+    copied then anyway), zero-stride zero views for the left-out outputs. `cast`: arrays of
+    another dtype are converted (astype) instead of refused. `device_ok`: pyopencl device arrays
+    are accepted (with copy=False only)."""
     params = {p.name: p for p in info.params}
     unknown = [k for k in kwargs if k not in params]
     if unknown:
@@ -137,7 +160,7 @@ def prepare(info: ProgramInfo, kwargs: dict[str, Any]) -> PreparedArgs:
                 raise ArgumentError(f"missing argument '{p.name}' ({p.type.c_name()}, expected shape "
                                     f"{expected_shape_text(array)})")
             continue
-        arrays[p.name] = _check_array(array, given)
+        arrays[p.name] = _check_array(array, given, cast, device_ok)
 
     grid_shape = _grid_shape(info, arrays)
     zeros: dict[str, tuple[int, ...]] = {}
@@ -150,6 +173,11 @@ def prepare(info: ProgramInfo, kwargs: dict[str, Any]) -> PreparedArgs:
         else:
             raise ArgumentError(f"output '{p.name}' is not in the grid, so its shape is unknown: pass an array "
                                 f"of shape {expected_shape_text(array)} for it")
+    outputs = [p.name for p in info.params if p.name in info.arrays and info.arrays[p.name].is_written]
+    if not copy:
+        for name, shape in zeros.items():  # no memory: the device side is filled on the device
+            arrays[name] = np.broadcast_to(np.zeros((), _element_dtype(info.arrays[name])), shape)
+        return PreparedArgs(arrays, scalars, grid_shape, outputs, frozenset(zeros))
     # what is allocated here (owned copies, zero-filled outputs) must fit before it is
     check_host([Buffer(f"'{n}' {a.shape} {a.dtype}", int(a.nbytes)) for n, a in arrays.items()]
                + [Buffer(f"output '{n}' {shape} {_element_dtype(info.arrays[n])}",
@@ -158,8 +186,7 @@ def prepare(info: ProgramInfo, kwargs: dict[str, Any]) -> PreparedArgs:
     arrays = {n: np.array(a, dtype=a.dtype, order="C", copy=True) for n, a in arrays.items()}
     for name, shape in zeros.items():
         arrays[name] = np.zeros(shape, dtype=_element_dtype(info.arrays[name]))
-    outputs = [p.name for p in info.params if p.name in info.arrays and info.arrays[p.name].is_written]
-    return PreparedArgs(arrays, scalars, grid_shape, outputs)
+    return PreparedArgs(arrays, scalars, grid_shape, outputs, frozenset(zeros))
 
 
 def _grid_shape(info: ProgramInfo, arrays: dict[str, np.ndarray]) -> tuple[int, ...]:

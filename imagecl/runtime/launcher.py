@@ -16,19 +16,28 @@ _BUILD_LOCK = threading.Lock()
 _BUILT: dict[tuple, object] = {}
 
 
-def build(device, source: str, options: Sequence[str] = ()):
-    """The built pyopencl Program for `source` on `device`, built once per process."""
+def _key(context, device, source: str, options: Sequence[str]) -> tuple:
+    # the context's handle, not id(): a cached program retains its context, so the handle stays
+    # unique, while a caller's Context object may be collected and its id() reused
+    return (context.int_ptr, device.int_ptr, source, tuple(options))
+
+
+def build(device, source: str, options: Sequence[str] = (), context=None):
+    """The built pyopencl Program for `source` on `device` (in `context`, else our shared one),
+    built once per process."""
     import pyopencl as cl
 
-    context, _ = context_and_queue(device)
-    key = (id(context), source, tuple(options))
+    if context is None:
+        context, _ = context_and_queue(device)
+    key = _key(context, device, source, options)
     with _BUILD_LOCK:
         program = _BUILT.get(key)
         if program is not None:
             return program
         try:
             # the compiler's warnings stay out of the output (shown with IMAGECL_BUILD_LOG=1)
-            program, said = buildlog.captured(lambda: cl.Program(context, source).build(options=list(options)))
+            program, said = buildlog.captured(
+                lambda: cl.Program(context, source).build(options=list(options), devices=[device]))
         except cl.Error as exc:
             log = _build_log(exc, device)
             extra = buildlog.chatter(exc)
@@ -47,7 +56,7 @@ def preload(device, source: str, binary: bytes, options: Sequence[str] = ()) -> 
     import pyopencl as cl
 
     context, _ = context_and_queue(device)
-    key = (id(context), source, tuple(options))
+    key = _key(context, device, source, options)
     with _BUILD_LOCK:
         if key in _BUILT:
             return True
@@ -64,7 +73,7 @@ def binary_of(device, source: str, options: Sequence[str] = ()) -> Optional[byte
     import pyopencl as cl
 
     context, _ = context_and_queue(device)
-    program = _BUILT.get((id(context), source, tuple(options)))
+    program = _BUILT.get(_key(context, device, source, options))
     if program is None:
         return None
     try:
@@ -119,14 +128,22 @@ _CHANNEL_TYPES = {
 }
 
 
+def image_format(dtype: np.dtype, shape: tuple[int, ...], dims: int):
+    """The image format of pixels of `dtype` in an array of `shape` (one channel, or RGBA for
+    4-vector pixels)."""
+    import pyopencl as cl
+
+    channels = shape[-1] if len(shape) > dims else 1
+    order = cl.channel_order.RGBA if channels == 4 else cl.channel_order.R
+    return cl.ImageFormat(order, getattr(cl.channel_type, _CHANNEL_TYPES[np.dtype(dtype).name]))
+
+
 def make_image(context, host: np.ndarray, dims: int):
     """A read-only OpenCL image holding `host` (one channel, or RGBA for 4-vector pixels);
     `dims` 1 makes a 1-D image (a fixed-size array read through image memory)."""
     import pyopencl as cl
 
-    channels = host.shape[-1] if host.ndim > dims else 1
-    order = cl.channel_order.RGBA if channels == 4 else cl.channel_order.R
-    fmt = cl.ImageFormat(order, getattr(cl.channel_type, _CHANNEL_TYPES[host.dtype.name]))
+    fmt = image_format(host.dtype, host.shape, dims)
     shape = tuple(reversed(host.shape[:dims]))
     return cl.create_image(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, fmt, shape=shape,
                            hostbuf=host)
@@ -148,9 +165,13 @@ def upload(device, prepared: PreparedArgs, launch: Launch) -> dict:
 
 
 def bind(program, kernel_name: str, launch: Launch, memory: dict):
+    """Our one kernel object of `program`, its arguments set for `launch` (arrays from `memory`)."""
+    return bind_kernel(_kernel(program, kernel_name), launch, memory)
+
+
+def bind_kernel(kernel, launch: Launch, memory: dict):
     import pyopencl as cl
 
-    kernel = _kernel(program, kernel_name)
     args = []
     for v in launch.values:
         if isinstance(v, tuple) and v[0] in ("buffer", "image"):
