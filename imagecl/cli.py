@@ -203,6 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
     feat.add_argument("--config", help="a configuration to encode (JSON or @file.json; needs --size)")
     feat.add_argument("--no-measure", action="store_true",
                       help="do not measure the device (bandwidth and arithmetic rate are null)")
+    srv = sub.add_parser("serve", help="start the tuning service (Request, RequestTraining, Submit, Refuse over HTTP)",
+                         description="Serve configurations to programs on any machine, learn from what they submit; "
+                                     "see docs/service.md.")
+    from .service.serve import add_arguments as _serve_arguments
+
+    _serve_arguments(srv)
     for command in sub.choices.values():
         if command is not sim:
             command.add_argument("--verbose", action="store_true",
@@ -861,6 +867,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _import(args)
         if args.command == "features":
             return _features(args)
+        if args.command == "serve":
+            from .service.serve import main as serve
+
+            return serve(args)
     except ImageCLError as exc:
         from .errors import CompileError
 
