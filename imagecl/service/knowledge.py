@@ -328,7 +328,10 @@ class Knowledge:
         self.model, self.model_version = model, self.model_version + 1  # one swap: requests see old or new
         self.model_info = {**info, "state": "ready", "version": self.model_version}
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self.answers.clear)
+            try:
+                self._loop.call_soon_threadsafe(self.answers.clear)
+            except RuntimeError:  # the server stopped while the model trained
+                pass
 
     def wait_trained(self, timeout: float = 60.0) -> None:
         if self._training is not None:
