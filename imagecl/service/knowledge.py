@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import ConfigError, ImageCLError
 from ..features.device import DeviceFeatures
-from ..tuner.store import Record, RunKey, Store, StoreError, canonical_config, text_hash
+from ..tuner.store import Record, RunKey, Store, _row, canonical_config, text_hash
 from . import protocol
 from .protocol import Answer, Case, Observation, ProtocolError, Refusal
 
@@ -35,6 +35,7 @@ log = logging.getLogger("imagecl.service")
 TOP = 64  # predicted configurations kept per case (what Request and RequestTraining choose from)
 TRAINING_POOL = 16  # RequestTraining: the most uncertain among this many best predicted
 MAX_PROGRAMS = 512  # compiled programs kept in memory
+MAX_RAW = 4096  # request bodies remembered with their cache key
 
 
 @dataclass
@@ -74,6 +75,9 @@ class Knowledge:
         self._cpu = ThreadPoolExecutor(1, thread_name_prefix="imagecl-compute")
         self.store: Store = self._db.submit(Store, address).result()  # StoreError: the caller reports it
         self.answers: dict[CacheKey, Entry] = {}
+        self.raw_keys: dict[bytes, CacheKey] = {}  # a validated request body -> its answer's key
+        self._pending: list[tuple[list[tuple], asyncio.Future]] = []
+        self._writing = False
         self.by_source: OrderedDict[tuple[str, str], Compiled] = OrderedDict()
         self.by_key: dict[str, Compiled] = {}
         self.rankings: dict[CacheKey, Ranking] = {}
@@ -151,6 +155,11 @@ class Knowledge:
 
     # ---- the hot path ------------------------------------------------------------------------------
 
+    def remember_raw(self, raw: bytes, key: CacheKey) -> None:
+        if len(self.raw_keys) >= MAX_RAW:
+            self.raw_keys.clear()
+        self.raw_keys[raw] = key
+
     def cached(self, key: CacheKey, kind: str) -> Optional[bytes]:
         entry = self.answers.get(key)
         if entry is not None and entry.expires > time.monotonic():
@@ -162,12 +171,12 @@ class Knowledge:
 
     # ---- Request and RequestTraining ---------------------------------------------------------------
 
-    async def answer(self, case: Case, kind: str) -> bytes:
+    async def answer(self, case: Case, kind: str) -> tuple[bytes, CacheKey]:
         compiled = await self.compiled(case.program)
         key = self.cache_key(compiled, case)
         hit = self.cached(key, kind)
         if hit is not None:
-            return hit
+            return hit, key
         self.misses += 1
         await self._remember(compiled, case.device)
         measured, refused = await self._in(self._db, self._facts, compiled.key, case)
@@ -182,7 +191,7 @@ class Knowledge:
         if entry is None or entry.expires <= time.monotonic():
             entry = self.answers[key] = Entry(time.monotonic() + self.cache_seconds)
         setattr(entry, kind, body)
-        return body
+        return body, key
 
     def _facts(self, program_key: str, case: Case) -> tuple[list[Record], set[str]]:
         """The stored records of this case (of every source text with this meaning) and the refused
@@ -284,13 +293,42 @@ class Knowledge:
                             list(o.times) or ([o.seconds] if o.seconds is not None else []),
                             program_name=compiled.program.name, timestamp=time.time())
             runs.setdefault(run, (run, self.cache_key(compiled, o.case), []))[2].append(record)
-        for run, key, records in runs.values():
-            await self._in(self._db, self.store.add_many, run, records)
+        await self._commit([_row(run, r) for run, _, records in runs.values() for r in records])
+        for _, key, _ in runs.values():
             self.answers.pop(key, None)
         self.new_data += len(observations)
         if self.new_data >= self.retrain_after:
             self.retrain()
         return len(observations)
+
+    async def _commit(self, rows: list[tuple]) -> None:
+        """Store `rows` (measurements); returns once they are committed. Group commit: the rows of
+        Submits that arrive while a transaction commits go together in the next one, so that
+        concurrent Submits share one synchronous commit instead of waiting for one each."""
+        future = asyncio.get_running_loop().create_future()
+        self._pending.append((rows, future))
+        if not self._writing:
+            self._writing = True
+            asyncio.ensure_future(self._drain())
+        await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                rows = [row for rows, _ in batch for row in rows]
+                try:
+                    await self._in(self._db, self.store._execute_many, self.store._UPSERT, rows)
+                except Exception as exc:  # noqa: BLE001 - each waiting Submit gets it (a StoreError: 503)
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                else:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_result(None)
+        finally:
+            self._writing = False
 
     async def refuse(self, refusal: Refusal) -> dict:
         compiled, full = await self._checked(refusal.case, refusal.config)
