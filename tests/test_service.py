@@ -323,3 +323,47 @@ def test_tune_submits_what_it_measured(fresh_client_state, tmp_path, monkeypatch
         assert f"submitted {len(mine)} measurements to the tuning service" in done.stderr
     finally:
         server.stop()
+
+
+def test_a_submit_is_acknowledged_only_after_its_commit(server):
+    """The reply waits for the transaction: while the store's commit is held back, no Submit is
+    answered; concurrent Submits then share one commit (group commit)."""
+    import threading
+
+    assert server.http.post("/request", json=body()).status_code == 200  # compiled and remembered before
+    store = server.knowledge.store
+    release = threading.Event()
+    commits = []
+    real = store._execute_many
+
+    def held(query, rows):
+        rows = list(rows)
+        release.wait(30)
+        commits.append(len(rows))
+        return real(query, rows)
+
+    store._execute_many = held
+    space = _space()
+    configs = [space.complete(c) for c in space.random(6, seed=4)]
+    replies = []
+
+    def send(config):
+        import httpx
+
+        replies.append(httpx.post(f"{server.url}/submit", json={**body(), "configuration": config, "seconds": 1e-3},
+                                  headers=auth(), timeout=60).status_code)
+
+    threads = [threading.Thread(target=send, args=(c,)) for c in configs]
+    for t in threads:
+        t.start()
+    import time
+
+    time.sleep(1.0)
+    assert replies == [] and commits == []  # held: nothing acknowledged before the commit
+    release.set()
+    for t in threads:
+        t.join(60)
+    assert replies == [200] * 6
+    assert sum(commits) == 6 and len(commits) < 6  # the ones that waited went together
+    with Store(server.knowledge.address, readonly=True) as stored:
+        assert len(list(stored.records())) == 6
