@@ -367,3 +367,21 @@ def test_a_submit_is_acknowledged_only_after_its_commit(server):
     assert sum(commits) == 6 and len(commits) < 6  # the ones that waited went together
     with Store(server.knowledge.address, readonly=True) as stored:
         assert len(list(stored.records())) == 6
+
+
+def test_a_warm_request_is_answered_from_the_cache_without_validating_again(server, monkeypatch):
+    """The hot path: the same body again is two dict lookups (no parsing, no validation, no store)."""
+    from imagecl.service import protocol
+
+    first = server.http.post("/request", json=body())
+    assert first.status_code == 200
+    raw = json.dumps(body()).encode()
+    server.http.post("/request", content=raw)  # this exact body now maps to its cache key
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("validated again on the hot path")
+
+    monkeypatch.setattr(protocol, "case", refuse)
+    monkeypatch.setattr(server.knowledge, "_facts", refuse)
+    again = server.http.post("/request", content=raw)
+    assert again.status_code == 200 and again.json() == first.json()
