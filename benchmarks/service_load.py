@@ -237,7 +237,15 @@ uvicorn.run(app, host="127.0.0.1", port=PORT, loop="uvloop", http="httptools", l
 }
 
 
+_NEEDS = {"raw-asyncio": "uvloop", "starlette-uvicorn": "starlette", "asgi-uvicorn": "uvicorn", "aiohttp": "aiohttp",
+          "fastapi-uvicorn": "fastapi"}
+
+
 def trivial(kind: str, messages: list[bytes], args) -> dict:
+    import importlib.util
+
+    if importlib.util.find_spec(_NEEDS[kind]) is None:
+        return {"skipped": f"{_NEEDS[kind]} is not installed"}
     port = _free_port()
     code = _TRIVIAL[kind].replace("PORT", str(port))
     process = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE)
@@ -276,6 +284,7 @@ def main() -> int:
     parser.add_argument("--db", help="the server's store (default: a new SQLite file in a temporary folder)")
     parser.add_argument("--frameworks", action="store_true",
                         help="instead: trivial JSON endpoints of the candidate frameworks (and the raw baseline)")
+    parser.add_argument("--rounds", type=int, default=3, help="--frameworks: rounds over the candidates")
     parser.add_argument("--out", help="write the JSON here too")
     args = parser.parse_args()
     import imagecl
@@ -289,12 +298,20 @@ def main() -> int:
                     "clients": args.clients, "duration_s": args.duration, "generator_processes": args.procs}
     requests = [_request("/request", request_body, {})]
     if args.frameworks:
-        for kind in _TRIVIAL:
-            try:
-                result[kind] = trivial(kind, requests, args)
-            except (SystemExit, ImportError) as exc:
-                result[kind] = {"skipped": str(exc)}
-            print(kind, json.dumps(result[kind]), file=sys.stderr)
+        # rounds that take the candidates in turn, so that a busy spell of a shared host
+        # does not fall on one candidate only
+        rounds: dict[str, list] = {kind: [] for kind in _TRIVIAL}
+        for _ in range(args.rounds):
+            for kind in _TRIVIAL:
+                try:
+                    rounds[kind].append(trivial(kind, requests, args))
+                except (SystemExit, ImportError) as exc:
+                    rounds[kind].append({"skipped": str(exc)})
+                print(kind, json.dumps(rounds[kind][-1]), file=sys.stderr)
+        for kind, runs in rounds.items():
+            rates = [r["requests_per_s"] for r in runs if "requests_per_s" in r]
+            result[kind] = {"requests_per_s_median": statistics.median(rates) if rates else None,
+                            "requests_per_s_each_round": rates, "rounds": runs}
     else:
         result["workers"] = args.workers
         with tempfile.TemporaryDirectory() as tmp:
