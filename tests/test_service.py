@@ -385,3 +385,13 @@ def test_a_warm_request_is_answered_from_the_cache_without_validating_again(serv
     monkeypatch.setattr(server.knowledge, "_facts", refuse)
     again = server.http.post("/request", content=raw)
     assert again.status_code == 200 and again.json() == first.json()
+
+
+def test_open_verbs_write_nothing(server):
+    """Request and RequestTraining need no token, so they never change the store."""
+    before = _snapshot(server.knowledge.address)
+    for verb in ("request", "request-training"):
+        for size in ((64, 48), (32, 32)):
+            assert server.http.post(f"/{verb}", json=body(size=size, device={**DEVICE, "name": "new"})
+                                    ).status_code == 200
+    assert _snapshot(server.knowledge.address) == before

@@ -36,6 +36,7 @@ TOP = 64  # predicted configurations kept per case (what Request and RequestTrai
 TRAINING_POOL = 16  # RequestTraining: the most uncertain among this many best predicted
 MAX_PROGRAMS = 512  # compiled programs kept in memory
 MAX_RAW = 4096  # request bodies remembered with their cache key
+MAX_CASES = 65536  # answers and rankings kept (one per program, device, driver and size)
 
 
 @dataclass
@@ -127,7 +128,9 @@ class Knowledge:
             self.by_source[(ref.source, ref.filename)] = found
             self.by_key.setdefault(found.key, found)
             while len(self.by_source) > MAX_PROGRAMS:
-                self.by_source.popitem(last=False)
+                _, gone = self.by_source.popitem(last=False)
+                if self.by_key.get(gone.key) is gone:
+                    del self.by_key[gone.key]
         return found
 
     @staticmethod
@@ -177,8 +180,7 @@ class Knowledge:
         hit = self.cached(key, kind)
         if hit is not None:
             return hit, key
-        self.misses += 1
-        await self._remember(compiled, case.device)
+        self.misses += 1  # nothing is written for an (open) Request: only Submit and Refuse, with a token, write
         measured, refused = await self._in(self._db, self._facts, compiled.key, case)
         space = await self._in(self._cpu, self.space, compiled.program, case.device, case.size)
         ranking = await self._in(self._cpu, self._ranking, key, compiled, case, space)
@@ -189,6 +191,8 @@ class Knowledge:
         body = json.dumps(answer.to_json()).encode()
         entry = self.answers.get(key)
         if entry is None or entry.expires <= time.monotonic():
+            if len(self.answers) >= MAX_CASES:
+                self.answers.clear()
             entry = self.answers[key] = Entry(time.monotonic() + self.cache_seconds)
         setattr(entry, kind, body)
         return body, key
@@ -209,6 +213,18 @@ class Knowledge:
         found = self.rankings.get(key)
         if found is not None and found.model_version == version:
             return found
+        try:
+            found = self._rank(model, version, compiled, case)
+        except Exception:  # noqa: BLE001 - a model that cannot rank this case: answer without it
+            log.exception("the model could not rank %s at %s", compiled.program.name, case.size_text)
+            return None
+        if len(self.rankings) >= MAX_CASES:
+            self.rankings.clear()
+        self.rankings[key] = found
+        return found
+
+    @staticmethod
+    def _rank(model: Any, version: int, compiled: Compiled, case: Case) -> Ranking:
         from ..tuner.knowledge import case_vector, encode, predict
 
         predictions = predict(model, compiled.program, case.device, case.size, top=TOP)
@@ -221,8 +237,7 @@ class Knowledge:
             X = np.hstack([np.repeat(vector[None, :], len(configs), axis=0), encoded])
             per_tree = np.array([t.predict(X) for t in trees])
             spread = [float(s) for s in per_tree.std(axis=0)]
-        found = self.rankings[key] = Ranking(version, configs, [p.seconds for p in predictions], spread)
-        return found
+        return Ranking(version, configs, [p.seconds for p in predictions], spread)
 
     @staticmethod
     def _best(program_key: str, space, measured: list[Record], refused: set[str],
