@@ -395,3 +395,30 @@ def test_open_verbs_write_nothing(server):
             assert server.http.post(f"/{verb}", json=body(size=size, device={**DEVICE, "name": "new"})
                                     ).status_code == 200
     assert _snapshot(server.knowledge.address) == before
+
+
+def test_any_json_is_either_valid_or_a_protocol_error():
+    """Whatever JSON a client sends, validation answers with a ProtocolError (a 4xx), never
+    another exception (a 500)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from imagecl.service import protocol
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                          | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=20)
+    base = {**body(), "configuration": {"wg_x": 2}, "seconds": 1e-3}
+    fields = st.sampled_from(sorted(base) + ["observations", "failure", "times", "key"])
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.dictionaries(fields, values, max_size=6), st.booleans(), values)
+    def check(changes, merge, whole):
+        for data in ({**base, **changes} if merge else changes, whole):
+            for parse in (protocol.submit, protocol.case, protocol.refusal):
+                try:
+                    parse(data)
+                except protocol.ProtocolError as exc:
+                    assert 400 <= exc.status < 500 and str(exc)
+
+    check()
