@@ -422,3 +422,17 @@ def test_any_json_is_either_valid_or_a_protocol_error():
                     assert 400 <= exc.status < 500 and str(exc)
 
     check()
+
+
+def test_a_program_is_compiled_once_per_meaning(server, monkeypatch):
+    """Another text of the same program (a comment added) is the program already compiled, and
+    gets the same answers."""
+    from imagecl.service import knowledge as service_knowledge
+
+    first = server.http.post("/request", json=body()).json()
+    monkeypatch.setattr(service_knowledge.Knowledge, "_compile",
+                        staticmethod(lambda *a: pytest.fail("compiled again")))
+    commented = body()
+    commented["program"]["source"] = "// a comment\n" + commented["program"]["source"] + "\n\n"
+    again = server.http.post("/request", json=commented).json()
+    assert again == first

@@ -124,6 +124,10 @@ class Knowledge:
     async def compiled(self, ref: protocol.ProgramRef) -> Compiled:
         found = self.compiled_now(ref)
         if found is None:
+            # the same meaning in another text (comments, layout) is the program already compiled
+            key = await self._in(self._cpu, _meaning, ref.source, ref.filename)
+            found = self.by_key.get(key) if key is not None else None
+        if found is None:
             found = await self._in(self._cpu, self._compile, ref.source, ref.filename)
             self.by_source[(ref.source, ref.filename)] = found
             self.by_key.setdefault(found.key, found)
@@ -416,6 +420,17 @@ def train_from_store(address: str, kind: str = "forest") -> tuple[Any, dict]:
     if not data.ok.any():
         return None, info
     return PairRanker(kind).fit(data, range(len(data.cases))), info
+
+
+def _meaning(source: str, filename: str) -> Optional[str]:
+    """The meaning key of a source text (its tokens and pragmas), or None when it does not even
+    lex (then compiling it says where)."""
+    from ..tuned import _meaning_hash
+
+    try:
+        return _meaning_hash(source, filename)
+    except Exception:  # noqa: BLE001 - any lexing failure: the compiler reports it properly
+        return None
 
 
 def _first_free(space, taken: set[str], seed: int = 0) -> dict:
