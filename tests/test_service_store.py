@@ -204,3 +204,24 @@ def test_postgres_restarted_under_load_loses_nothing_acknowledged(pg_server, tmp
     assert not [e for e in errors if "503" not in str(e)], errors[:3]  # every failure said "try again"
     assert len(acked) > during + 10  # it reconnected: Submits after the restart were stored
     assert set(acked) <= _stored(url)
+
+
+def test_serve_with_two_worker_processes(tmp_path):
+    """`imagecl serve --workers 2`: both processes answer, and what one stores the other serves
+    once its cached answer expires (--cache-seconds)."""
+    server = ProcessServer(str(tmp_path / "s.db"), tmp_path, "--workers", "2", "--no-train", "--cache-seconds", "0.2")
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            for _ in range(4):  # new connections: the kernel spreads them over the workers
+                with httpx.Client(base_url=server.url, timeout=60) as fresh:
+                    assert fresh.post("/request", json=body()).json()["source"] == "default"
+            learned = _configs(2)[1]
+            assert http.post("/submit", json={**body(), "configuration": learned, "seconds": 1e-6},
+                             headers=auth()).json() == {"stored": 1}
+            time.sleep(0.3)
+            for _ in range(6):
+                with httpx.Client(base_url=server.url, timeout=60) as fresh:
+                    answer = fresh.post("/request", json=body()).json()
+                    assert (answer["source"], answer["configuration"]) == ("measured", learned)
+    finally:
+        server.stop()
