@@ -188,10 +188,8 @@ class Knowledge:
         measured, refused = await self._in(self._db, self._facts, compiled.key, case)
         space = await self._in(self._cpu, self.space, compiled.program, case.device, case.size)
         ranking = await self._in(self._cpu, self._ranking, key, compiled, case, space)
-        if kind == "request":
-            answer = self._best(compiled.key, space, measured, refused, ranking)
-        else:
-            answer = self._teaching(compiled.key, space, measured, refused, ranking)
+        compose = self._best if kind == "request" else self._teaching
+        answer = await self._in(self._cpu, compose, compiled.key, space, measured, refused, ranking)
         body = json.dumps(answer.to_json()).encode()
         entry = self.answers.get(key)
         if entry is None or entry.expires <= time.monotonic():
@@ -292,9 +290,13 @@ class Knowledge:
 
     async def _checked(self, case: Case, config: dict) -> tuple[Compiled, dict]:
         compiled = await self.compiled(case.program)
-        space = await self._in(self._cpu, self.space, compiled.program, case.device, case.size)
+        # checking a configuration against every constraint takes most of a millisecond: off the event loop
+        return compiled, await self._in(self._cpu, self._complete, compiled.program, case, config)
+
+    @classmethod
+    def _complete(cls, program: Any, case: Case, config: dict) -> dict:
         try:
-            return compiled, space.complete(config)
+            return cls.space(program, case.device, case.size).complete(config)
         except ConfigError as exc:
             raise ProtocolError(f"configuration: not in the program's space on this device and size: {exc}",
                                 status=422) from None
