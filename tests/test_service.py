@@ -436,3 +436,34 @@ def test_a_program_is_compiled_once_per_meaning(server, monkeypatch):
     commented["program"]["source"] = "// a comment\n" + commented["program"]["source"] + "\n\n"
     again = server.http.post("/request", json=commented).json()
     assert again == first
+
+
+def test_an_answer_composed_while_a_submit_landed_is_not_cached(tmp_path):
+    """A cold Request reads the store, then ranks and composes off the event loop; a Submit that
+    commits in between makes what it read stale: that answer is returned, never cached."""
+    import asyncio
+
+    from imagecl.service import protocol
+
+    knowledge = Knowledge(str(tmp_path / "s.db"), train=False)
+
+    async def run():
+        knowledge.start()
+        case = protocol.case(body())
+        real = knowledge._ranking
+
+        def ranking_while_a_submit_lands(*args):
+            knowledge.epoch += 1  # what a Submit or Refuse committing now does
+            return real(*args)
+
+        knowledge._ranking = ranking_while_a_submit_lands
+        _, key = await knowledge.answer(case, "request")
+        assert knowledge.cached(key, "request") is None
+        knowledge._ranking = real
+        _, key = await knowledge.answer(case, "request")
+        assert knowledge.cached(key, "request") is not None
+
+    try:
+        asyncio.run(run())
+    finally:
+        knowledge.close()

@@ -76,6 +76,9 @@ class Knowledge:
         self._cpu = ThreadPoolExecutor(1, thread_name_prefix="imagecl-compute")
         self.store: Store = self._db.submit(Store, address).result()  # StoreError: the caller reports it
         self.answers: dict[CacheKey, Entry] = {}
+        # bumped by every Submit, Refuse and model swap: an answer composed from what was read
+        # before one is not cached (it may be stale), only returned
+        self.epoch = 0
         self.raw_keys: dict[bytes, CacheKey] = {}  # a validated request body -> its answer's key
         self._pending: list[tuple[list[tuple], asyncio.Future]] = []
         self._writing = False
@@ -129,6 +132,7 @@ class Knowledge:
             found = self.by_key.get(key) if key is not None else None
         if found is None:
             found = await self._in(self._cpu, self._compile, ref.source, ref.filename)
+        if (ref.source, ref.filename) not in self.by_source:
             self.by_source[(ref.source, ref.filename)] = found
             self.by_key.setdefault(found.key, found)
             while len(self.by_source) > MAX_PROGRAMS:
@@ -185,12 +189,15 @@ class Knowledge:
         if hit is not None:
             return hit, key
         self.misses += 1  # nothing is written for an (open) Request: only Submit and Refuse, with a token, write
+        epoch = self.epoch
         measured, refused = await self._in(self._db, self._facts, compiled.key, case)
         space = await self._in(self._cpu, self.space, compiled.program, case.device, case.size)
         ranking = await self._in(self._cpu, self._ranking, key, compiled, case, space)
         compose = self._best if kind == "request" else self._teaching
         answer = await self._in(self._cpu, compose, compiled.key, space, measured, refused, ranking)
         body = json.dumps(answer.to_json()).encode()
+        if epoch != self.epoch:
+            return body, key
         entry = self.answers.get(key)
         if entry is None or entry.expires <= time.monotonic():
             if len(self.answers) >= MAX_CASES:
@@ -315,6 +322,7 @@ class Knowledge:
                             program_name=compiled.program.name, timestamp=time.time())
             runs.setdefault(run, (run, self.cache_key(compiled, o.case), []))[2].append(record)
         await self._commit([_row(run, r) for run, _, records in runs.values() for r in records])
+        self.epoch += 1
         for _, key, _ in runs.values():
             self.answers.pop(key, None)
         self.new_data += len(observations)
@@ -356,6 +364,7 @@ class Knowledge:
         await self._remember(compiled, refusal.case.device)
         dev = refusal.case.device
         await self._in(self._db, self.store.refuse, compiled.key, dev.name, dev.driver, full)
+        self.epoch += 1
         for key in [k for k in self.answers if k[:3] == (compiled.key, dev.name, dev.driver)]:
             self.answers.pop(key, None)
         return full
@@ -388,9 +397,13 @@ class Knowledge:
         self.model_info = {**info, "state": "ready", "version": self.model_version}
         if self._loop is not None:
             try:
-                self._loop.call_soon_threadsafe(self.answers.clear)
+                self._loop.call_soon_threadsafe(self._model_swapped)
             except RuntimeError:  # the server stopped while the model trained
                 pass
+
+    def _model_swapped(self) -> None:
+        self.epoch += 1
+        self.answers.clear()
 
     def wait_trained(self, timeout: float = 60.0) -> None:
         if self._training is not None:
