@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--strategy", default="hybrid",
                       help="hybrid (default: spread sample + model-guided local search), ml, random, annealing, "
                            "pso or exhaustive")
+    tune.add_argument("--service", metavar="URL",
+                      help="also submit what was measured to this tuning service (imagecl serve; its token from "
+                           "$IMAGECL_SERVICE_TOKEN)")
     _search_options(tune, db_help="measurements of this program on this device at other sizes in it train the "
                                   "model too, and the best configurations of other programs on this device are "
                                   "measured first",
@@ -203,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     feat.add_argument("--config", help="a configuration to encode (JSON or @file.json; needs --size)")
     feat.add_argument("--no-measure", action="store_true",
                       help="do not measure the device (bandwidth and arithmetic rate are null)")
+    srv = sub.add_parser("serve", help="start the tuning service (Request, RequestTraining, Submit, Refuse over HTTP)",
+                         description="Serve configurations to programs on any machine, learn from what they submit; "
+                                     "see docs/service.md.")
+    from .service.serve import add_arguments as _serve_arguments
+
+    _serve_arguments(srv)
     for command in sub.choices.values():
         if command is not sim:
             command.add_argument("--verbose", action="store_true",
@@ -411,6 +420,14 @@ def _measure(args) -> int:
     return 0
 
 
+def _submit_to_service(url, program, device, shape, records) -> None:
+    from .service.client import submit_run
+
+    stored = submit_run(url, program, device, tuple(reversed(shape)), records)
+    if stored is not None:
+        print(f"submitted {stored} measurements to the tuning service {url}", file=sys.stderr)
+
+
 def _tune(args) -> int:
     from . import tuned
     from .export import export_tuned, tuned_file_names
@@ -480,6 +497,7 @@ def _tune(args) -> int:
                                f"included; see 'imagecl results --db {db}' for the failures")
         best_config, best_time, confirmed = confirm_best(measurer, history, top=args.confirm,
                                                          progress=Progress("confirming the best", unit="series"))
+        _submit_to_service(args.service, program, device, shape, store.records(measurer.run))
     best = space.complete(best_config)
     predicted = result.info.get("predicted_seconds") if best_config == result.best_config else None
     naive_time = default_time
@@ -863,6 +881,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _import(args)
         if args.command == "features":
             return _features(args)
+        if args.command == "serve":
+            from .service.serve import main as serve
+
+            return serve(args)
     except ImageCLError as exc:
         from .errors import CompileError
 

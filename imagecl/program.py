@@ -19,6 +19,7 @@ from .runtime.arguments import PreparedArgs, prepare
 from .runtime.built import BuiltKernel
 from .runtime.devices import select_device
 from .runtime.memory import check_device, check_host, prepared_buffers
+from .service.client import served_config
 from .space import DeviceLimits, Space, TunableScope, analyses_per_tunables, build_space
 
 
@@ -34,6 +35,7 @@ class Program:
         # a configuration loaded with the program (an exported `tune -o` folder): it replaces the registry
         self.pinned = dict(pinned) if pinned is not None else None
         self._warned_sizes: set = set()
+        self.service: Optional[str] = None  # a tuning service's URL (imagecl.service.client), else $IMAGECL_SERVICE
         self._check_forced_local_memory()
 
     # ---- description ---------------------------------------------------------------
@@ -232,6 +234,8 @@ class Program:
         if key is not None and key in cache:
             return cache[key]
         full = self.tuned_config(cl_device, space, tuple(reversed(grid_shape))) if config is None else config
+        if full is None and config is None:  # no local tuning: a tuning service's, if one is named
+            full = served_config(self, cl_device, space, tuple(reversed(grid_shape)))
         if full is None:
             result: tuple[VariantPlan, Optional[dict]] = (VariantPlan.naive(self.info), None)
         else:
@@ -359,14 +363,22 @@ def compile(source: str, filename: str = "<string>") -> Program:  # noqa: A001 -
     return Program(analyse(unit))
 
 
-def load(path: str | Path) -> Program:
+def load(path: str | Path, service: Optional[str] = None) -> Program:
     """Read and check a `.icl` file; or, given a folder written by `imagecl tune -o DIR`, the
-    program it was tuned from, which then runs that folder's configuration by default."""
+    program it was tuned from, which then runs that folder's configuration by default.
+    `service`: a tuning service's URL (`imagecl serve`; default $IMAGECL_SERVICE) that a program
+    with no local tuning asks for its configuration (docs/service.md)."""
     p = Path(path)
     if p.is_dir():
         from .tuned_folder import load_folder
 
         return load_folder(p)
+    program = _load_file(p, path)
+    program.service = service
+    return program
+
+
+def _load_file(p: Path, path: str | Path) -> Program:
     try:
         data = p.read_bytes()
     except FileNotFoundError:
