@@ -284,8 +284,8 @@ def test_load_with_a_service_runs_the_configuration_it_returns(fresh_client_stat
         assert server.http.post("/submit", json=observation, headers=auth()).status_code == 200
         built = []
         real_build = imagecl.program.launcher.build
-        monkeypatch.setattr(imagecl.program.launcher, "build", lambda d, source: built.append(source) or
-                            real_build(d, source))
+        monkeypatch.setattr(imagecl.program.launcher, "build", lambda d, source, **kw: built.append(source) or
+                            real_build(d, source, **kw))
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no warning: the service answered
             out = prog(input=image)["output"]
