@@ -103,12 +103,12 @@ class Program:
                         "from the grid point", pos.line, pos.column, self.info.filename, self.info.unit.source)
 
     # ---- variants ----------------------------------------------------------------------------
-    def plan(self, config: Optional[Mapping[str, Any]] = None, device: Any = None) -> VariantPlan:
-        """The variant a configuration selects (None: the naive variant)."""
-        if config is None:
+    def plan(self, config: Optional[Mapping[str, Any] | str] = None, device: Any = None) -> VariantPlan:
+        """The variant a configuration selects (None or "naive": the naive variant)."""
+        if config is None or is_naive(config):
             return VariantPlan.naive(self.info)
-        full = self.space_for(device).complete(config)
-        return VariantPlan.from_config(self.info, full)
+        space = self.space_for(device)
+        return space.plan(space.complete(config))
 
     def opencl_source(self, config: Optional[Mapping[str, Any]] = None, device: Any = None,
                       size: Optional[tuple[int, ...]] = None) -> str:
@@ -117,6 +117,8 @@ class Program:
         for `size` (width, height[, depth]; the nearest tuned size if that one never was; without
         a size, the largest tuned one), else the naive variant."""
         shape = None if size is None else tuple(int(s) for s in reversed(tuple(size)))
+        if is_naive(config):
+            return self.source_of(VariantPlan.naive(self.info), [])
         if config is None:
             config = self.pinned
         if config is None:
@@ -127,9 +129,10 @@ class Program:
                 config = self.tuned_config(cl_device, self.space_for_limits(DeviceLimits.of(cl_device), shape), size)
         if config is None:
             return self.source_of(VariantPlan.naive(self.info), [])
-        full = self.space_for(device, shape).complete(config)
+        space = self.space_for(device, shape)
+        full = space.complete(config)
         lines = ["configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(full.items()))]
-        return self.source_of(VariantPlan.from_config(self.info, full), lines)
+        return self.source_of(space.plan(full), lines)
 
     def source_of(self, plan: VariantPlan, config_lines: Optional[list[str]] = None) -> str:
         """The source of `plan`; plans that differ only in launch-only choices share it (the
@@ -143,14 +146,17 @@ class Program:
         return cache[key]
 
     # ---- running ----------------------------------------------------------------------------------
-    def __call__(self, device: Any = None, config: Optional[Mapping[str, Any]] = None,
+    def __call__(self, device: Any = None, config: Optional[Mapping[str, Any] | str] = None,
                  timeout: Optional[float] = None, **arguments: Any) -> dict[str, np.ndarray]:
         outputs, _ = self.run(arguments, device=device, config=config, timeout=timeout)
         return outputs
 
-    def run(self, arguments: Mapping[str, Any], device: Any = None, config: Optional[Mapping[str, Any]] = None,
+    def run(self, arguments: Mapping[str, Any], device: Any = None, config: Optional[Mapping[str, Any] | str] = None,
             timeout: Optional[float] = None) -> tuple[dict[str, np.ndarray], float]:
         """Run once; returns the written arrays and the kernel's time in seconds (profiling events).
+        `config`: a configuration of the space; "naive" for the naive variant (the program as
+        written, whatever is tuned); None: the loaded folder's or the tuned configuration, else
+        the naive variant.
         With a `timeout` (seconds) the run goes to a child process that is stopped, with an
         ExecutionError, when the upload, kernel and download take longer (starting it and
         building the kernel are not counted); without one it runs here, and a kernel that never
@@ -163,15 +169,17 @@ class Program:
         prepared = prepare(self.info, dict(arguments))
         check_device(prepared_buffers(self.info, prepared.arrays), cl_device)
         space = self.space_for_limits(DeviceLimits.of(cl_device), prepared.grid_shape)
-        if config is None:
+        if is_naive(config):
+            config = None
+        elif config is None:
             config = self.pinned
-        if config is None:
-            config = self.tuned_config(cl_device, space, tuple(reversed(prepared.grid_shape)))
+            if config is None:
+                config = self.tuned_config(cl_device, space, tuple(reversed(prepared.grid_shape)))
         if config is None:
             plan = VariantPlan.naive(self.info)
         else:
             config = space.complete(config)
-            plan = VariantPlan.from_config(self.info, config)
+            plan = space.plan(config)
         if timeout is not None:
             from .runtime.isolated import run_isolated
 
@@ -207,7 +215,9 @@ class Program:
     def launch_for(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
         """Everything the host passes for one launch of `plan` on `prepared` arguments."""
         if local_images(self.info, plan) and plan.wg is None:
-            plan = VariantPlan(**{**plan.__dict__, "wg": (16, 16) if self.info.grid_dims == 2 else (8, 8, 4)})
+            # the space's constraints and VariantPlan.naive never make such a plan
+            raise ConfigError(f"'{self.name}': a variant with local-memory tiles needs a work-group size, "
+                              "not the driver's choice")
         analysis = self.analysis_for(dict(plan.tunables))
         values: list = []
         for arg in kernel_args(self.info, plan):
@@ -227,6 +237,18 @@ class Program:
         global_size, local_size = launch_geometry(self.info, plan, grid_xyz)
         images = {n: self.info.arrays[n].dims for n in plan.image_mem}
         return launcher.Launch(values, global_size, local_size, images)
+
+
+NAIVE = "naive"
+
+
+def is_naive(config: Any) -> bool:
+    """Does `config` ask for the naive variant (the string "naive")? Any other string is an error."""
+    if isinstance(config, str):
+        if config != NAIVE:
+            raise ConfigError(f"a configuration is a dict of parameter values or \"{NAIVE}\", not {config!r}")
+        return True
+    return False
 
 
 def compile(source: str, filename: str = "<string>") -> Program:  # noqa: A001 - the API's name
