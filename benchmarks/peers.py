@@ -101,21 +101,15 @@ def time_peer(peer: Peer, workload: Workload, args: dict, reference: dict, repea
 # ---- the ImageCL side ------------------------------------------------------------------------------------
 def tune(program, args: dict, device, store_path: Path, seconds: float, retune: bool, naive_seconds: float,
          seed: int = 0) -> dict:
-    """Tune with the project's default strategy (as `imagecl tune`) for about `seconds` (skipped when the store already holds
-    measurements of this program, size, device and driver, unless `retune`); returns the best stored
-    configuration and what the tuning did."""
+    """Tune as `imagecl tune` does (one tuning session: the naive variant as the baseline, the
+    default strategy, the store's prior and transfer seeds) for about `seconds` (skipped when the
+    store already holds measurements of this program, size, device and driver, unless `retune`);
+    returns the best stored configurations and what the tuning did. The session's confirmation is
+    left out: `imagecl_side` times the three fastest again itself, as it times the naive variant
+    and the peers."""
     from imagecl.tuner.engine import MeasureOptions, Measurer
-    from imagecl.tuner.live import LiveProblem
+    from imagecl.tuner.session import SessionOptions, run_session
     from imagecl.tuner.store import Store
-    from imagecl.tuner.strategies import DEFAULT_STRATEGY, BudgetExhausted, get_strategy
-
-    class TimedProblem(LiveProblem):
-        deadline = float("inf")
-
-        def evaluate(self, config):
-            if time.time() > self.deadline:
-                raise BudgetExhausted
-            return super().evaluate(config)
 
     info: dict = {"store": str(store_path)}
     slow = naive_seconds > 0.25  # big problems on a CPU: fewer timed launches per configuration
@@ -133,10 +127,10 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, retune: 
             measurer.measure(space.random(2, seed=seed))  # how long one configuration takes here
             per_config = max((time.time() - warm) / 2, 0.02)
             budget = int(min(500, max(8, seconds / per_config)))
-            problem = TimedProblem(space, measurer)
-            problem.deadline = started + seconds
-            result = get_strategy(DEFAULT_STRATEGY)(problem, budget, np.random.default_rng(seed))
-            info.update(tuned_seconds=time.time() - started, evaluations=result.evaluations, budget=budget)
+            session = run_session(measurer, SessionOptions(budget=budget, seed=seed, confirm=0,
+                                                           seconds=max(0.0, started + seconds - time.time())))
+            info.update(tuned_seconds=time.time() - started, evaluations=session.evaluations, budget=budget,
+                        speedup_over_naive=session.speedup)
         records = list(measurer.stored().values())
     ok = [r for r in records if r.status == "ok" and r.time is not None]
     info["measured"] = len(records)
