@@ -93,6 +93,10 @@ def test_seeds_are_measured_first(space, tmp_path):
         result = run_session(measurer, SessionOptions(budget=2, confirm=0, seeds=provider, transfer=False,
                                                       on_measure=[events.append]))
     assert asked == ["sobel"] and result.info["seeds_given"] == 1
+    with Store(tmp_path / "m2.db") as store:  # a strategy without seeds says it did not use them
+        measurer = FakeMeasurer(space, store, lambda c: 1.0 / _px(c))
+        other = run_session(measurer, SessionOptions(strategy="random", budget=2, confirm=0, seeds=provider))
+    assert asked == ["sobel"] and other.info["seeds_unused"] == "strategy 'random' takes no seeds"
     first = next(e for e in events if e.phase == "search").config  # the seed's values, the rest the strategy's
     assert {k: first[k] for k in seed} == seed
 

@@ -152,7 +152,9 @@ def run_session(measurer: Measurer, options: SessionOptions) -> SessionResult:
     given = dict(options.strategy_options or {})
     taken = store_options(measurer.store, run, fn, transfer=options.transfer, given=given)
     info: dict[str, Any] = {}
-    if options.seeds is not None and "seeds" in inspect.signature(fn).parameters:
+    if options.seeds is not None and "seeds" not in inspect.signature(fn).parameters:
+        info["seeds_unused"] = f"strategy '{name}' takes no seeds"  # said, not silently dropped
+    elif options.seeds is not None:
         provided = [dict(c) for c in options.seeds(space, run)]
         info["seeds_given"] = len(provided)
         kwargs_seeds = given if "seeds" in given else taken.options
