@@ -456,6 +456,10 @@ def _tune(args) -> int:
         live.seconds = time.time() - started
         progress(min(live.measured, args.budget), args.budget, live)
 
+    def on_store(info: dict) -> None:  # before the search: what the database gives it
+        for line in store_messages(info, mask(db)):
+            print(line, file=sys.stderr)
+
     confirming: list = []  # its Progress starts its clock when the confirmation does
 
     def confirm_progress(done: int, total: int, summary=None) -> None:
@@ -464,14 +468,13 @@ def _tune(args) -> int:
         confirming[0](done, total, summary)
 
     options = SessionOptions(strategy=strategy, budget=args.budget, seed=args.seed, confirm=args.confirm,
-                             transfer=not args.no_transfer, on_measure=[on_measure], confirm_progress=confirm_progress)
+                             transfer=not args.no_transfer, on_measure=[on_measure], confirm_progress=confirm_progress,
+                             on_store=on_store)
     with Store(db) as store, Measurer(program, arguments, store, device,
                                       MeasureOptions(timeout=args.timeout, prebuild=False)) as measurer:
         session = run_session(measurer, options)
         for note in measurer.notes:
             print(f"note: {note}", file=sys.stderr)
-    for line in store_messages(session.info, mask(db)):
-        print(line, file=sys.stderr)
     if session.best_config is None:
         raise ImageCLError("no configuration could be measured successfully, the naive variant "
                            f"included; see 'imagecl results --db {db}' for the failures")

@@ -70,7 +70,10 @@ def test_baseline_first_then_the_search_through_the_hooks(space, tmp_path):
     with Store(tmp_path / "m.db") as store:
         measurer = FakeMeasurer(space, store, lambda c: 1.0 / _px(c))  # more points per item: faster
         result = run_session(measurer, SessionOptions(strategy="random", budget=12, confirm=2,
-                                                      on_measure=[events.append]))
+                                                      on_measure=[events.append],
+                                                      on_store=lambda info: events.append(("store", info))))
+    assert events[1] == ("store", {})  # what the database gave, said before the search (an empty one: nothing)
+    del events[1]
     naive = space.complete(space.defaults)
     assert measurer.measured[0] == naive and events[0] == Measurement(measurer.run, naive, 1.0, "baseline")
     assert [e.phase for e in events[1:]] == ["search"] * result.evaluations and result.evaluations == 12

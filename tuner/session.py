@@ -60,6 +60,7 @@ class SessionOptions:
     on_measure: list = field(default_factory=list)  # callables taking a Measurement
     seeds: Optional[SeedProvider] = None  # configurations measured first (e.g. a knowledge model's)
     confirm_progress: Optional[Callable[[int, int, Any], None]] = None
+    on_store: Optional[Callable[[dict], None]] = None  # gets what the store gave ("prior", "transfer") before the search
 
 
 @dataclass
@@ -159,6 +160,8 @@ def run_session(measurer: Measurer, options: SessionOptions) -> SessionResult:
         info["seeds_given"] = len(provided)
         kwargs_seeds = given if "seeds" in given else taken.options
         kwargs_seeds["seeds"] = provided + list(kwargs_seeds.get("seeds", []))
+    if options.on_store is not None:
+        options.on_store(dict(taken.info))
     problem = _SessionProblem(space, measurer, context=size_context(run.problem_size),
                               on_measure=lambda config, seconds: emit(config, seconds, "search"))
     if options.seconds is not None:
