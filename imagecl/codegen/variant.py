@@ -7,6 +7,7 @@ global and local sizes that go with it.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -45,28 +46,30 @@ class VariantPlan:
 
     @staticmethod
     def naive(info: ProgramInfo) -> "VariantPlan":
-        return VariantPlan(px=(1,) * info.grid_dims,
+        """The program as written: one point per work-item, the memories its pragmas force, the
+        first value of each tunable, and the driver's choice of work-group size, except where a
+        forced local-memory tile needs one known when the kernel is built."""
+        from ..space import tile_work_group
+
+        plan = VariantPlan(px=(1,) * info.grid_dims,
                            image_mem=frozenset(info.placement["image_mem"]),
                            local_mem=frozenset(info.placement["local_mem"]),
                            constant_mem=frozenset(info.placement["constant_mem"]),
                            tunables=tuple(sorted((n, v[0]) for n, v in info.tunables.items())))
+        if local_images(info, plan):
+            plan = dataclasses.replace(plan, wg=tile_work_group(info.grid_dims))
+        return plan
 
     @staticmethod
-    def from_config(info: ProgramInfo, config: Mapping[str, int]) -> "VariantPlan":
-        axes = AXES[: info.grid_dims]
-        return VariantPlan(
-            px=tuple(int(config.get(f"px_{a}", 1)) for a in axes),
-            interleaved=bool(config.get("interleaved", 0)),
-            image_mem=frozenset(k[len("image_"):] for k, v in config.items() if k.startswith("image_") and v),
-            local_mem=frozenset(k[len("local_"):] for k, v in config.items() if k.startswith("local_") and v),
-            constant_mem=frozenset(k[len("constant_"):] for k, v in config.items()
-                                   if k.startswith("constant_") and v),
-            unroll=tuple(sorted((k, int(v)) for k, v in config.items() if k.startswith("unroll_") and v > 1)),
-            tunables=tuple(sorted((n, int(config.get(n, vals[0]))) for n, vals in info.tunables.items())),
-            wg=tuple(int(config.get(f"wg_{a}", 1)) for a in axes),
-            interior=bool(config.get("interior", 0)),
-            vector_x=bool(config.get("vector_x", 0)),
-        )
+    def from_config(info: ProgramInfo, config: Mapping[str, int], space=None) -> "VariantPlan":
+        """The plan of a configuration of `space` (imagecl.space.Space.plan); without a space,
+        of the program's space on a device of OpenCL's minimum limits, which names and decodes
+        the same parameters."""
+        if space is None:
+            from ..space import DeviceLimits, build_space
+
+            space = build_space(info, DeviceLimits())
+        return space.plan(config)
 
     @property
     def is_coarsened(self) -> bool:
