@@ -18,7 +18,9 @@ from .runtime import launcher
 from .runtime.arguments import PreparedArgs, prepare
 from .runtime.devices import select_device
 from .runtime.memory import check_device, prepared_buffers
-from .space import DeviceLimits, Space, TunableScope, analyses_per_tunables, build_space
+from .passes.footprint import analyse_accesses
+from .passes.specialise import assignments, specialise
+from .space import DeviceLimits, Space, build_space
 
 
 class Program:
@@ -62,10 +64,20 @@ class Program:
         return f"<imagecl.Program '{self.name}' from {self.filename}: outputs {', '.join(self.outputs)}>"
 
     # ---- analyses and the space ---------------------------------------------------------
+    def specialised(self, tunables: Mapping[str, int]) -> ProgramInfo:
+        """The IR with the tunables at `tunables` (passes/specialise.py), made once per assignment."""
+        key = tuple(sorted((k, int(v)) for k, v in tunables.items()))
+        cache = self.__dict__.setdefault("_specialised", {})
+        if key not in cache:
+            cache[key] = specialise(self.info, dict(key))
+        return cache[key]
+
     @functools.cached_property
     def analyses(self) -> dict[tuple, AccessAnalysis]:
-        """Access analyses per assignment of the tunables (footprints may depend on them)."""
-        return analyses_per_tunables(self.info)
+        """Access analyses per assignment of the tunables (footprints may depend on them), each
+        of the IR specialised for it."""
+        return {tuple(sorted(values.items())): analyse_accesses(self.specialised(values))
+                for values in assignments(self.info)}
 
     def analysis_for(self, tunables: Mapping[str, int]) -> AccessAnalysis:
         return self.analyses[tuple(sorted((k, int(v)) for k, v in tunables.items()))]
@@ -84,7 +96,7 @@ class Program:
         key = (limits, problem_shape)
         cache = self.__dict__.setdefault("_spaces", {})
         if key not in cache:
-            cache[key] = build_space(self.info, limits, problem_shape)
+            cache[key] = build_space(self.info, limits, problem_shape, self.analyses)
         return cache[key]
 
     def _check_forced_local_memory(self) -> None:
@@ -138,8 +150,7 @@ class Program:
         cache = self.__dict__.setdefault("_sources", {})
         if key not in cache:
             tunables = dict(plan.tunables)
-            with TunableScope(self.info, tunables):
-                cache[key] = generate(self.info, plan, config_lines, self.analysis_for(tunables))
+            cache[key] = generate(self.specialised(tunables), plan, config_lines, self.analysis_for(tunables))
         return cache[key]
 
     # ---- running ----------------------------------------------------------------------------------

@@ -18,6 +18,9 @@ class Pos:
     end_line: int = 0
     end_column: int = 0
 
+    def __deepcopy__(self, memo) -> "Pos":
+        return self  # a value: copies of the IR share it (passes/specialise.py)
+
 
 NOWHERE = Pos(0, 0)
 
@@ -40,6 +43,7 @@ class Symbol:
     pos: Pos = NOWHERE
     is_const: bool = False
     value: Optional[int] = None  # compile-time value (tunables and `const` locals with constant initialisers)
+    tunable_dependent: bool = False  # a `const` local whose value is computed from a tunable
 
 
 # ---- expressions -----------------------------------------------------------------
