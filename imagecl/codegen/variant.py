@@ -2,13 +2,13 @@
 
 A `VariantPlan` says what the configuration chose; `MemoryPlan` rewrites image and array
 accesses for it (image memory, local-memory tiles, constant memory); `generate` lays the
-program out through the Jinja2 template `kernel.cl.j2`, and `launch_geometry` gives the
-global and local sizes that go with it.
+program out through the Jinja2 template `kernel.cl.j2` (the kernel's own body through
+`kernel_body.cl.j2`, see body.py), and `launch_geometry` gives the global and local sizes that
+go with it.
 """
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
@@ -18,11 +18,12 @@ from .. import __version__, escape
 from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.walk import walk
-from ..passes.footprint import AccessAnalysis, Footprint, analyse_accesses, tile_bytes
+from ..passes.footprint import AccessAnalysis, analyse_accesses, tile_bytes
 from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 from ..resources import resource_dir
 from . import interior
 from .interior import local_images
+from .body import kernel_body, local_array_name, local_arrays, tile_extent_names, tile_origin_names
 from .emitter import AccessPlan, Emitter, names
 
 AXES = "xyz"
@@ -117,19 +118,11 @@ class MemoryPlan(AccessPlan):
 
     def array_read(self, array: ArrayInfo, coords: list[str]) -> str:
         if array.name in self.plan.local_mem:
-            return f"{local_array_name(array)}[{self.flat_index(array, coords)}]"
+            return f"{local_array_name(array.name)}[{self.flat_index(array, coords)}]"
         if array.name in self.plan.image_mem:
             # an array `a[N][M]` is an image M wide and N high: a[i][j] is pixel (j, i)
             return f"imcl_aimg_read_{array.name}({self.c(array.name)}, {', '.join(reversed(coords))})"
         return super().array_read(array, coords)
-
-
-def local_array_name(array: ArrayInfo) -> str:
-    return f"imcl_local_{array.name}"
-
-
-def local_arrays(info: ProgramInfo, plan: VariantPlan) -> list[str]:
-    return sorted(n for n in plan.local_mem if info.arrays[n].kind == "array")
 
 
 class InsidePlan(MemoryPlan):
@@ -210,16 +203,6 @@ def kernel_args(info: ProgramInfo, plan: VariantPlan) -> list[KernelArg]:
         element = info.arrays[name].element.c_name()
         args.append(KernelArg(f"imcl_tile_{name}", "tile", name, f"__local {element}*"))
     return args
-
-
-def tile_extent_names(array: ArrayInfo) -> list[str]:
-    n = array.name
-    return [f"imcl_{n}_tw", f"imcl_{n}_th", f"imcl_{n}_td"][: array.dims]
-
-
-def tile_origin_names(array: ArrayInfo) -> list[str]:
-    n = array.name
-    return [f"imcl_{n}_ox", f"imcl_{n}_oy", f"imcl_{n}_oz"][: array.dims]
 
 
 # ---- the program text ------------------------------------------------------------------------------------------
@@ -321,41 +304,12 @@ def array_image_reads(info: ProgramInfo, plan: VariantPlan) -> list[dict]:
     return out
 
 
-def local_array_copy(info: ProgramInfo, plan: VariantPlan) -> list[str]:
-    """The work-group's copy of each small array into local memory: every work-item copies a
-    strided share, then one barrier. It runs before any work-item can return."""
-    names_ = local_arrays(info, plan)
-    if not names_:
-        return []
-    dims = info.grid_dims
-    lid = "get_local_id(0)"
-    size = "get_local_size(0)"
-    for d in range(1, dims):
-        lid = f"{lid} + get_local_id({d}) * {size}" if d == 1 else f"{lid} + get_local_id({d}) * ({size})"
-        size = f"{size} * get_local_size({d})"
-    lines = ["    // small read-only arrays copied into local memory by the work-group"]
-    for name in names_:
-        array = info.arrays[name]
-        count = math.prod(array.shape)
-        local = local_array_name(array)
-        lines.append(f"    __local {array.element.c_name()} {local}[{count}];")
-        if name in plan.image_mem:
-            coords = "imcl_i" if len(array.shape) == 1 else f"imcl_i % {array.shape[1]}, imcl_i / {array.shape[1]}"
-            source = f"imcl_aimg_read_{name}({info.c_name(name)}, {coords})"
-        else:
-            source = f"{info.c_name(name)}[imcl_i]"
-        lines.append(f"    for (int imcl_i = {lid}; imcl_i < {count}; imcl_i += {size})")
-        lines.append(f"        {local}[imcl_i] = {source};")
-    lines.append("    barrier(CLK_LOCAL_MEM_FENCE);")
-    return lines
-
-
 def local_array_point_params(info: ProgramInfo, plan: VariantPlan) -> tuple[list[str], list[str]]:
     params, values = [], []
     for name in local_arrays(info, plan):
         array = info.arrays[name]
-        params.append(f"__local const {array.element.c_name()}* {local_array_name(array)}")
-        values.append(local_array_name(array))
+        params.append(f"__local const {array.element.c_name()}* {local_array_name(name)}")
+        values.append(local_array_name(name))
     return params, values
 
 
@@ -384,7 +338,7 @@ def point_signature(info: ProgramInfo, args: list[KernelArg]) -> tuple[list[str]
             array = info.arrays[a.param]
             params.append(f"__local const {array.element.c_name()}* {a.name}")
             values.append(a.name)
-            for extra in tile_origin_names(array) + tile_extent_names(array)[:-1]:
+            for extra in tile_origin_names(array.name, array.dims) + tile_extent_names(array.name, array.dims)[:-1]:
                 params.append(f"const int {extra}")
                 values.append(extra)
             continue
@@ -399,84 +353,6 @@ def point_signature(info: ProgramInfo, args: list[KernelArg]) -> tuple[list[str]
             values.append(a.name)
     grid = list(GRID_INDICES[: info.grid_dims])
     return params + [f"const int {g}" for g in grid], values + grid
-
-
-def _tile_geometry(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footprint, pad: str) -> list[str]:
-    """The declarations of one image's tile: its origin in the image and its extent (with halo)."""
-    array = info.arrays[name]
-    origins, extents = tile_origin_names(array), tile_extent_names(array)
-    lines = []
-    for d in range(array.dims):
-        start, size = interior.block_range(plan, d)
-        low, high = footprint.halo_low[d], footprint.halo_high[d]
-        lines.append(f"{pad}const int {origins[d]} = {start}" + (f" - {low}" if low else "") + ";")
-        lines.append(f"{pad}const int {extents[d]} = {size}" + (f" + {low + high}" if low + high else "") + ";")
-    return lines
-
-
-def _tile_fill(info: ProgramInfo, plan: VariantPlan, name: str, pad: str, inside: bool = False) -> list[str]:
-    """The work-group's cooperative copy of one image's tile into local memory (`inside`: the
-    tile is known to lie inside the image, so reads skip boundary handling)."""
-    array = info.arrays[name]
-    dims = array.dims
-    origins, extents = tile_origin_names(array), tile_extent_names(array)
-    lines = []
-    for depth, d in enumerate(reversed(range(dims))):
-        t = f"imcl_t{AXES[d]}"
-        lines.append(pad + "    " * depth
-                     + f"for (int {t} = get_local_id({d}); {t} < {extents[d]}; {t} += get_local_size({d}))")
-    coords = [f"{origins[d]} + imcl_t{AXES[d]}" for d in range(dims)]
-    if dims == 3:
-        index = f"(imcl_tz * {extents[1]} + imcl_ty) * {extents[0]} + imcl_tx"
-    else:
-        index = f"imcl_ty * {extents[0]} + imcl_tx"
-    extent_args = ", ".join(names(array)["whd"[a]] for a in range(dims))
-    reader = f"imcl_img_read_{name}" if name in plan.image_mem else f"imcl_read_{name}"
-    value = f"{reader}({info.c_name(name)}, {extent_args}, {', '.join(coords)})"
-    if inside:
-        value = interior.direct_read(info, plan, name, coords)
-    lines.append(pad + "    " * dims + f"imcl_tile_{name}[{index}] = {value};")
-    return lines
-
-
-def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footprint, pad: str) -> list[str]:
-    """One image's tile: its geometry, the copy into local memory, then a barrier."""
-    return (_tile_geometry(info, plan, name, footprint, pad) + _tile_fill(info, plan, name, pad)
-            + [f"{pad}barrier(CLK_LOCAL_MEM_FENCE);"])
-
-
-def kernel_body(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, point_call: str) -> list[str]:
-    dims = info.grid_dims
-    grid = GRID_INDICES[:dims]
-    extents = grid_extents(info)
-    guard = " || ".join(f"{v} >= {e}" for v, e in zip(grid, extents))
-    tiles = local_images(info, plan)
-    copies = local_array_copy(info, plan)
-    if not plan.is_coarsened and not tiles:
-        lines = copies + [f"    const int {v} = get_global_id({d});" for d, v in enumerate(grid)]
-        return lines + [f"    if ({guard})", "        return;", f"    {point_call}"]
-    lines = copies + [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
-    per_iteration = plan.interleaved and plan.is_coarsened
-    if tiles and not per_iteration:
-        lines.append("    // the work-group's tile of each local-memory image, with its halo")
-        for name in tiles:
-            lines.extend(_tile_load(info, plan, name, analysis.footprints[name], "    "))
-    pad = "    "
-    coarse_axes = [d for d in reversed(range(dims)) if plan.px[d] > 1]
-    if coarse_axes:
-        layout = "strided by the global size" if plan.interleaved else "contiguous"
-        lines.append(f"    // {' x '.join(str(p) for p in plan.px)} grid points per work-item, {layout}")
-    opening, pad = interior.coarsening_loops(plan, coarse_axes, pad)
-    lines.extend(opening)
-    if tiles and per_iteration:
-        for name in tiles:
-            lines.extend(_tile_load(info, plan, name, analysis.footprints[name], pad))
-    lines.extend(interior.index_declarations(plan, dims, pad))
-    lines.append(f"{pad}if ({' && '.join(f'{v} < {e}' for v, e in zip(grid, extents))})")
-    lines.append(f"{pad}    {point_call}")
-    if tiles and per_iteration:
-        lines.append(f"{pad}barrier(CLK_LOCAL_MEM_FENCE);  // the tile is reloaded in the next iteration")
-    return lines + interior.close_loops(coarse_axes, "    ")
 
 
 def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines: Optional[list[str]] = None,
@@ -527,7 +403,7 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
                           for a in args],
         "kernel_indent": " " * len(f"__kernel void {info.c_name(info.kernel.name)}("),
         "kernel_attribute": _work_group_attribute(plan),
-        "kernel_body": "\n".join(kernel_body(info, plan, analysis, point_call)),
+        "kernel_body": "" if plan.interior else kernel_body(info, plan, analysis, grid_extents(info), point_call),
         "inside_points": [],
     }
     if plan.interior:
@@ -569,17 +445,8 @@ def _add_fast_path(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysi
         "body": "\n".join(emitter.block_lines(info.kernel.body, 1)),
     }]
     inside_call = f"{name}({', '.join(values)});"
-
-    def tile_geometry(image: str, pad: str) -> list[str]:
-        return _tile_geometry(info, plan, image, analysis.footprints[image], pad)
-
-    def tile_fill(image: str, pad: str, inside: bool) -> list[str]:
-        return _tile_fill(info, plan, image, pad, inside)
-
-    body = interior.kernel_body_with_fast_path(info, plan, analysis, grid_extents(info), point_call, inside_call,
-                                               (tile_geometry, tile_fill), tiles, stores,
-                                               local_array_copy(info, plan))
-    context["kernel_body"] = "\n".join(body)
+    context["kernel_body"] = kernel_body(info, plan, analysis, grid_extents(info), point_call, inside_call,
+                                         tiles, stores)
 
 
 # ---- launching ------------------------------------------------------------------------------------------------
