@@ -131,3 +131,98 @@ def test_a_loop_bound_from_a_tunable_through_a_const_local_runs_every_iteration(
         padded = np.pad(a, ((0, 0), (0, 4)))  # constant boundary: zeros outside
         expected = sum(padded[:, i:i + a.shape[1]] for i in range(config["R"]))
         np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+# ---- unrolling (passes/unroll.py) ---------------------------------------------------------------------
+
+from imagecl.codegen.emitter import AccessPlan, Emitter  # noqa: E402
+from imagecl.passes.unroll import unroll  # noqa: E402
+
+LOOPS = """
+    #pragma imcl grid(a)
+    void f(Image<float> a, Image<float> o) {
+        float s = 0.0f;
+        for (int i = 1; i < 9; i += 2) {
+            int k = 0;
+            while (k < i && a[idx][idy] > (float)k)
+                k++;
+            s += (float)k;
+        }
+        o[idx][idy] = s;
+    }"""
+
+
+def _loops(info, kind) -> list:
+    return [n for n in walk(info.kernel.body) if isinstance(n, kind)]
+
+
+def _text(info) -> str:
+    return "\n".join(Emitter(info, AccessPlan(info)).block_lines(info.kernel.body, 1))
+
+
+def test_full_unroll_binds_the_variable_to_each_constant_and_leaves_the_input_alone():
+    info = _info(LOOPS)
+    analysis = analyse_accesses(info)
+    assert [loop.parameter for loop in analysis.loops] == ["unroll_f_l5"]
+    before = _text(info)
+    out = unroll(info, analysis, {"unroll_f_l5": 4})
+    assert not _loops(out, ir.For) and len(_loops(info, ir.For)) == 1
+    seq = next(n for n in walk(out.kernel.body) if isinstance(n, ir.Sequence))
+    assert isinstance(seq.body[0], ir.Comment) and "unrolled by 4 (of 4 iterations)" in seq.body[0].text
+    copies = seq.body[1:]
+    assert [c.body[0].init.value for c in copies] == [1, 3, 5, 7]
+    # each copy's binding declares the loop's own variable, which the body's names refer to
+    var = analysis.loops[0].var
+    assert all(c.body[0].symbol is var and c.body[0].is_const for c in copies)
+    assert _text(info) == before  # the input prints as it did
+    assert out.arrays is info.arrays and out.kernel.params is info.kernel.params
+
+
+def test_partial_unroll_steps_a_counter_over_the_copies():
+    info = _info(LOOPS)
+    out = unroll(info, analyse_accesses(info), {"unroll_f_l5": 2})
+    loop = _loops(out, ir.For)[0]
+    text = _text(out)
+    assert "for (int imcl_u5_9 = 0; imcl_u5_9 < 4; imcl_u5_9 += 2)" in text
+    assert "const int i = 1 + imcl_u5_9 * 2;" in text and "const int i = 1 + (imcl_u5_9 + 1) * 2;" in text
+    assert len(loop.body.body) == 2 and all(isinstance(c, ir.Block) for c in loop.body.body)
+
+
+def test_dynamic_unroll_puts_the_exit_test_between_the_copies():
+    info = _info(LOOPS)
+    analysis = analyse_accesses(info)
+    assert [d.parameter for d in analysis.dynamic_loops] == ["unroll_f_l7"]
+    out = unroll(info, analysis, {"unroll_f_l7": 3})
+    loop = _loops(out, ir.While)[0]
+    kinds = [type(s).__name__ for s in loop.body.body]
+    assert kinds == ["Block", "ExitUnless", "Block", "ExitUnless", "Block"]
+    assert loop.body.body[1].cond is loop.cond
+    assert "if (!(k < i && a[(idy) * imcl_a_w + (idx)] > (float)k))\n" in _text(out)
+    # nested: the static loop around it unrolled too, each copy with the unrolled while
+    both = unroll(info, analysis, {"unroll_f_l5": 4, "unroll_f_l7": 2})
+    assert len(_loops(both, ir.While)) == 4 and len(_loops(both, ir.ExitUnless)) == 4
+    assert unroll(info, analysis, {"unroll_f_l5": 1, "unroll_f_l7": 1}) is info
+
+
+def test_unroll_rejects_a_parameter_that_names_no_loop():
+    info = _info(LOOPS)
+    with pytest.raises(ValueError, match="unroll_f_l99"):
+        unroll(info, analyse_accesses(info), {"unroll_f_l99": 2})
+
+
+def test_the_interior_fast_path_unrolls_data_dependent_loops_too():
+    """Its per-point copy once ignored the factors of `while` loops. Built on PoCL; SciPy's
+    median filter (mirror boundary, as the example's) is the reference."""
+    from pathlib import Path
+
+    from scipy.ndimage import median_filter
+
+    prog = imagecl.load(Path(__file__).resolve().parent.parent / "examples" / "median.icl")
+    config = {"interior": 1, "unroll_median_l24": 4, "wg_x": 8, "wg_y": 4}
+    source = prog.opencl_source(config)
+    inside = source[source.index("void imcl_point_median_inside("):]
+    inside = inside[:inside.index("\n}\n")]
+    assert "// unrolled by 4: the exit test runs between the copies" in inside
+    x = np.random.default_rng(0).integers(0, 256, (37, 70), dtype=np.uint8)
+    out = prog(input=x, config=config)["output"]
+    np.testing.assert_array_equal(out, median_filter(x, size=5, mode="mirror"))

@@ -20,6 +20,7 @@ from ..ir import types as ty
 from ..ir.walk import walk
 from ..passes.footprint import AccessAnalysis, analyse_accesses, tile_bytes
 from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
+from ..passes.unroll import unroll
 from ..resources import resource_dir
 from . import interior
 from .interior import local_images
@@ -361,15 +362,8 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
     plan = plan or VariantPlan.naive(info)
     if analysis is None:
         analysis = analyse_accesses(info)
-    unroll, dynamic = {}, {}
-    by_parameter = {loop.parameter: loop for loop in analysis.loops if loop.unrollable}
-    dynamic_by_parameter = {loop.parameter: loop for loop in analysis.dynamic_loops}
-    for parameter, factor in plan.unroll:
-        if parameter in dynamic_by_parameter:
-            dynamic[id(dynamic_by_parameter[parameter].node)] = factor
-        else:
-            unroll[id(by_parameter[parameter].node)] = (factor, by_parameter[parameter])
-    emitter = Emitter(info, MemoryPlan(info, plan), unroll=unroll, dynamic_unroll=dynamic)
+    unrolled = unroll(info, analysis, dict(plan.unroll))
+    emitter = Emitter(unrolled, MemoryPlan(unrolled, plan))
     args = kernel_args(info, plan)
     point_params, point_values = point_signature(info, args)
     extra_params, extra_values = local_array_point_params(info, plan)
@@ -395,10 +389,10 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "image_reads": images,
         "array_image_reads": array_image_reads(info, plan),
         "samplers": samplers,
-        "helpers": [helper_text(emitter, f) for f in info.helpers],
+        "helpers": [helper_text(emitter, f) for f in unrolled.helpers],
         "point_params": point_params,
         "point_indent": " " * len(f"void imcl_point_{info.kernel.name}("),
-        "body": "\n".join(emitter.block_lines(info.kernel.body, 1)),
+        "body": "\n".join(emitter.block_lines(unrolled.kernel.body, 1)),
         "kernel_params": [f"{a.ctype} {a.name}" if a.role in ("buffer", "image", "tile") else f"const {a.ctype} {a.name}"
                           for a in args],
         "kernel_indent": " " * len(f"__kernel void {info.c_name(info.kernel.name)}("),
@@ -407,7 +401,7 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "inside_points": [],
     }
     if plan.interior:
-        _add_fast_path(info, plan, analysis, unroll, point_params, point_values, point_call, context)
+        _add_fast_path(info, unrolled, plan, analysis, point_params, point_values, point_call, context)
     return template_env().get_template("kernel.cl.j2").render(**context)
 
 
@@ -418,10 +412,10 @@ def _work_group_attribute(plan: VariantPlan) -> str:
     return f"__attribute__((reqd_work_group_size({', '.join(map(str, sizes))})))"
 
 
-def _add_fast_path(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, unroll: dict,
+def _add_fast_path(info: ProgramInfo, unrolled: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
                    point_params: list[str], point_values: list[str], point_call: str, context: dict) -> None:
-    """The interior fast path (see interior.py): its per-point function and the kernel body
-    that chooses between it and the general one."""
+    """The interior fast path (see interior.py): its per-point function (printed from the
+    unrolled IR) and the kernel body that chooses between it and the general one."""
     tiles, stores = [], []
     params, values = list(point_params), list(point_values)
     name = f"imcl_point_{info.kernel.name}_inside"
@@ -439,10 +433,10 @@ def _add_fast_path(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysi
         params.append("const int imcl_x0")
         values.append("imcl_x0")
         note = f"; runs of {n} points along x read register tiles and stage their outputs"
-    emitter = Emitter(info, InsidePlan(info, plan, analysis, tiles, stores), unroll=unroll)
+    emitter = Emitter(unrolled, InsidePlan(unrolled, plan, analysis, tiles, stores))
     context["inside_points"] = [{
         "name": name, "note": note, "params": params, "indent": " " * len(f"void {name}("),
-        "body": "\n".join(emitter.block_lines(info.kernel.body, 1)),
+        "body": "\n".join(emitter.block_lines(unrolled.kernel.body, 1)),
     }]
     inside_call = f"{name}({', '.join(values)});"
     context["kernel_body"] = kernel_body(info, plan, analysis, grid_extents(info), point_call, inside_call,

@@ -232,6 +232,32 @@ class Empty(Stmt):
     pass
 
 
+# ---- statements that passes introduce (passes/unroll.py) ------------------------------
+
+
+@dataclass(eq=False)
+class Comment(Stmt):
+    """A one-line comment in the generated code, saying what a pass did."""
+
+    text: str
+
+
+@dataclass(eq=False)
+class Sequence(Stmt):
+    """Statements that stand in the enclosing block, without braces of their own (a fully
+    unrolled loop: its comment and copies)."""
+
+    body: list[Stmt]
+
+
+@dataclass(eq=False)
+class ExitUnless(Stmt):
+    """`if (!(cond)) break;`: the loop's exit test between the copies of a partially unrolled
+    loop whose trip count is not known."""
+
+    cond: Expr
+
+
 # ---- top level ------------------------------------------------------------------------
 
 
