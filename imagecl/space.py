@@ -8,7 +8,6 @@ millions are enumerated or sampled in well under a second.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import re
 from dataclasses import dataclass, field

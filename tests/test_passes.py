@@ -226,3 +226,65 @@ def test_the_interior_fast_path_unrolls_data_dependent_loops_too():
     x = np.random.default_rng(0).integers(0, 256, (37, 70), dtype=np.uint8)
     out = prog(input=x, config=config)["output"]
     np.testing.assert_array_equal(out, median_filter(x, size=5, mode="mirror"))
+
+
+# ---- memory placement and the fast path's accesses (passes/memory.py) -----------------------------
+
+from imagecl.codegen.variant import VariantPlan  # noqa: E402
+from imagecl.passes import memory  # noqa: E402
+
+PLACES = """
+    #pragma imcl grid(a, o)
+    void f(Image<float> a, Image<float> b, Image<float> o, float* p, float w[3]) {
+        float s = a[idx][idy] + a[idx + 1][idy - 1] + b[idx][idy] + w[1] + p[idx];
+        o[idx][idy] = s;
+        o[idx + 1][idy] = s;
+        p[idy] = s;
+    }"""
+
+
+def _accesses(info) -> dict:
+    """(name, read or write, source column of the subscript) -> placement"""
+    writes = {id(n.target) for n in walk(info.kernel.body) if isinstance(n, (ir.Assign, ir.IncDec))}
+    return {(n.base.name, "write" if id(n) in writes else "read", n.pos.line, n.pos.column): n.memory
+            for n in walk(info.kernel.body) if isinstance(n, ir.Subscript)}
+
+
+def _placed(config: dict):
+    info = _info(PLACES)
+    plan = VariantPlan.from_config(info, config)
+    return info, plan, memory.place_memory(info, plan)
+
+
+def test_place_memory_annotates_every_access_for_the_plan():
+    info, _, naive = _placed({})
+    places = sorted(_accesses(naive).items(), key=lambda item: item[0][2:])  # in source order
+    assert [(k[0], k[1], v) for k, v in places] == [
+        ("a", "read", "buffer"), ("a", "read", "boundary"), ("b", "read", "boundary"), ("w", "read", "buffer"),
+        ("p", "read", "guarded"), ("o", "write", "buffer"), ("o", "write", "guarded"), ("p", "write", "guarded")]
+    assert all(v is None for v in _accesses(info).values())  # the input is not annotated
+    _, _, placed = _placed({"local_a": 1, "image_b": 1, "local_w": 1})
+    by_name = {(k[0], k[1]): v for k, v in _accesses(placed).items()}
+    assert by_name[("a", "read")] == "tile" and by_name[("b", "read")] == "image" and by_name[("w", "read")] == "local"
+    _, _, image_w = _placed({"image_w": 1})
+    assert {v for k, v in _accesses(image_w).items() if k[0] == "w"} == {"image"}
+
+
+def test_inside_drops_boundary_handling_only_for_images_read_at_bounded_offsets():
+    info, plan, placed = _placed({"image_b": 1})
+    fast = memory.inside(placed, plan, ["a"], tiles=[], stores=[])
+    places = {(k[0], k[1], v) for k, v in _accesses(fast).items()}
+    # a: at the grid point stays a plain buffer read; the neighbour read loses its boundary function
+    assert ("a", "read", "buffer") in places and ("a", "read", "direct") in places
+    assert ("b", "read", "image") in places  # not in `inside_images`: keeps its boundary handling
+    fast_b = memory.inside(placed, plan, ["a", "b"], tiles=["a"], stores=["o"])
+    places = {(k[0], k[1], v) for k, v in _accesses(fast_b).items()}
+    assert ("a", "read", "register") in places and ("b", "read", "image_direct") in places
+    assert {v for k, v in _accesses(fast_b).items() if k[:2] == ("o", "write")} == {"staged"}
+    assert {v for k, v in _accesses(placed).items() if k[:2] == ("o", "write")} == {"buffer", "guarded"}
+
+
+def test_a_tiled_image_keeps_its_tile_in_the_fast_path():
+    info, plan, placed = _placed({"local_a": 1})
+    fast = memory.inside(placed, plan, ["a"], tiles=[], stores=[])
+    assert {v for k, v in _accesses(fast).items() if k[0] == "a"} == {"tile"}

@@ -132,7 +132,7 @@ def local_tile(info: ProgramInfo, plan, name: str, analysis: AccessAnalysis) -> 
     reader = f"imcl_img_read_{name}" if name in plan.image_mem else f"imcl_read_{name}"
     return {"name": name, "axes": axes, "index": index,
             "value": f"{reader}({info.c_name(name)}, {extent_args}, {', '.join(coords)})",
-            "inside_value": interior.direct_read(info, plan, name, coords)}
+            "inside_value": interior.direct_read(info, name in plan.image_mem, name, coords)}
 
 
 def vector_runs(info: ProgramInfo, plan, outer: list[dict], tiles: list[RegisterTile], stores: list[str]) -> dict:

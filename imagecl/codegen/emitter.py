@@ -14,7 +14,8 @@ from ..errors import CompileError
 from ..ir import builtins as bi
 from ..ir import nodes as ir
 from ..ir import types as ty
-from ..passes.semantic import ArrayInfo, ProgramInfo, grid_offset
+from ..passes.memory import at_grid_point
+from ..passes.semantic import ArrayInfo, ProgramInfo
 
 # C precedence, higher binds tighter
 _PREC = {
@@ -55,13 +56,7 @@ class AccessPlan:
 
     def at_grid_point(self, array: ArrayInfo, node: ir.Subscript) -> bool:
         """A grid image accessed exactly at the current grid point needs no boundary handling."""
-        if not array.in_grid:
-            return False
-        for axis, index in enumerate(node.indices):
-            form = grid_offset(index)
-            if form != ("idx idy idz".split()[axis], 0):
-                return False
-        return True
+        return at_grid_point(array, node)
 
     def image_read(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> str:
         if self.at_grid_point(array, node):
@@ -85,7 +80,7 @@ class AccessPlan:
             flat = f"({flat}) * {size} + ({c})"
         return flat
 
-    def array_read(self, array: ArrayInfo, coords: list[str]) -> str:
+    def array_read(self, array: ArrayInfo, coords: list[str], node: Optional[ir.Subscript] = None) -> str:
         return f"{self.c(array.name)}[{self.flat_index(array, coords)}]"
 
     def pointer_read(self, array: ArrayInfo, index: str) -> str:
@@ -307,7 +302,7 @@ class Emitter:
         if sym.kind == "image":
             return self.plan.image_read(self.info.arrays[sym.name], coords, e)
         if sym.kind == "array" and sym.name in self.info.arrays and self.info.arrays[sym.name].param.symbol is sym:
-            return self.plan.array_read(self.info.arrays[sym.name], coords)
+            return self.plan.array_read(self.info.arrays[sym.name], coords, e)
         if sym.kind == "pointer":
             return self.plan.pointer_read(self.info.arrays[sym.name], coords[0])
         return self.c(e.base.name) + "".join(f"[{c}]" for c in coords)

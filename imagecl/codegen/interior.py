@@ -165,11 +165,11 @@ def inside_conditions(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_ex
 # ---- the fast path's body -------------------------------------------------------------------------------
 
 
-def direct_read(info: ProgramInfo, plan, name: str, coords: list[str]) -> str:
+def direct_read(info: ProgramInfo, in_image_memory: bool, name: str, coords: list[str]) -> str:
     """A read known to be inside the image: no boundary handling."""
     array = info.arrays[name]
     c = info.c_name(name)
-    if name in plan.image_mem:
+    if in_image_memory:
         return f"imcl_img_read_{name}_in({c}, {', '.join(coords)})"
     w = names(array)["w"]
     if array.dims == 3:

@@ -1,7 +1,8 @@
 """OpenCL C for one variant of a program: the naive one, or any point of its tuning space.
 
-A `VariantPlan` says what the configuration chose; `MemoryPlan` rewrites image and array
-accesses for it (image memory, local-memory tiles, constant memory); `generate` lays the
+A `VariantPlan` says what the configuration chose; the passes (passes/unroll.py,
+passes/memory.py) rewrite the specialised IR for it and `PlacedAccess` prints each image and
+array access where the placement put it; `generate` lays the
 program out through the Jinja2 template `kernel.cl.j2` (the kernel's own body through
 `kernel_body.cl.j2`, see body.py), and `launch_geometry` gives the global and local sizes that
 go with it.
@@ -20,6 +21,8 @@ from ..ir import types as ty
 from ..ir.walk import walk
 from ..passes.footprint import AccessAnalysis, analyse_accesses, tile_bytes
 from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
+from ..passes import memory as placement
+from ..passes.memory import inside, place_memory
 from ..passes.unroll import unroll
 from ..resources import resource_dir
 from . import interior
@@ -102,54 +105,48 @@ def template_env() -> jinja2.Environment:
 # ---- memory accesses ------------------------------------------------------------------------------------
 
 
-class MemoryPlan(AccessPlan):
-    """Accesses for a variant: tiles in local memory, image reads, or the naive global buffers."""
+class PlacedAccess(AccessPlan):
+    """Accesses written as passes/memory.py placed them: local-memory tiles and copies, image
+    memory, the global buffers with or without boundary handling, and in the interior fast
+    path the run's register tiles (`tiles`) and staging arrays."""
 
-    def __init__(self, info: ProgramInfo, plan: VariantPlan) -> None:
+    def __init__(self, info: ProgramInfo, tiles: list = ()) -> None:
         super().__init__(info)
-        self.plan = plan
+        self.tiles = {t.image: t for t in tiles}
 
     def image_read(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> str:
-        if array.name in self.plan.local_mem:
+        memory = node.memory
+        if memory == placement.TILE:
             return f"imcl_tile_{array.name}[{tile_index(array, coords)}]"
-        if array.name in self.plan.image_mem:
+        if memory == placement.IMAGE:
             extents = ", ".join(self.extent(array, a) for a in range(array.dims))
             return f"imcl_img_read_{array.name}({self.c(array.name)}, {extents}, {', '.join(coords)})"
+        if memory == placement.REGISTER:
+            return f"imcl_reg_{array.name}[{interior.register_tile_index(self.tiles[array.name], coords)}]"
+        if memory in (placement.DIRECT, placement.IMAGE_DIRECT):
+            return interior.direct_read(self.info, memory == placement.IMAGE_DIRECT, array.name, coords)
+        if memory == placement.BUFFER:
+            return f"{self.c(array.name)}[{self.linear(array, coords)}]"
+        if memory == placement.BOUNDARY:
+            extents = ", ".join(self.extent(array, a) for a in range(array.dims))
+            return f"imcl_read_{array.name}({self.c(array.name)}, {extents}, {', '.join(coords)})"
         return super().image_read(array, coords, node)
 
-    def array_read(self, array: ArrayInfo, coords: list[str]) -> str:
-        if array.name in self.plan.local_mem:
+    def image_write(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> tuple[str, Optional[str]]:
+        if node.memory == placement.STAGED:
+            return f"imcl_st_{array.name}[({coords[0]}) - imcl_x0]", None
+        if node.memory == placement.BUFFER:
+            return f"{self.c(array.name)}[{self.linear(array, coords)}]", None
+        return super().image_write(array, coords, node)
+
+    def array_read(self, array: ArrayInfo, coords: list[str], node: Optional[ir.Subscript] = None) -> str:
+        memory = node.memory if node is not None else None
+        if memory == placement.LOCAL:
             return f"{local_array_name(array.name)}[{self.flat_index(array, coords)}]"
-        if array.name in self.plan.image_mem:
+        if memory == placement.IMAGE:
             # an array `a[N][M]` is an image M wide and N high: a[i][j] is pixel (j, i)
             return f"imcl_aimg_read_{array.name}({self.c(array.name)}, {', '.join(reversed(coords))})"
-        return super().array_read(array, coords)
-
-
-class InsidePlan(MemoryPlan):
-    """Accesses in the interior fast path: reads at bounded offsets skip boundary handling;
-    with `vector_x`, they come from private register tiles and outputs go to staging arrays."""
-
-    def __init__(self, info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
-                 tiles: list, stores: list[str]) -> None:
-        super().__init__(info, plan)
-        self.inside = set(interior.inside_images(info, analysis))
-        self.tiles = {t.image: t for t in tiles}
-        self.stores = set(stores)
-
-    def image_read(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> str:
-        if array.name in self.plan.local_mem or array.name not in self.inside:
-            return super().image_read(array, coords, node)
-        if array.name in self.tiles:
-            return f"imcl_reg_{array.name}[{interior.register_tile_index(self.tiles[array.name], coords)}]"
-        if self.at_grid_point(array, node) and array.name not in self.plan.image_mem:
-            return super().image_read(array, coords, node)
-        return interior.direct_read(self.info, self.plan, array.name, coords)
-
-    def image_write(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> tuple[str, Optional[str]]:
-        if array.name in self.stores:
-            return f"imcl_st_{array.name}[({coords[0]}) - imcl_x0]", None
-        return super().image_write(array, coords, node)
+        return super().array_read(array, coords, node)
 
 
 def tile_index(array: ArrayInfo, coords: list[str]) -> str:
@@ -362,8 +359,9 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
     plan = plan or VariantPlan.naive(info)
     if analysis is None:
         analysis = analyse_accesses(info)
-    unrolled = unroll(info, analysis, dict(plan.unroll))
-    emitter = Emitter(unrolled, MemoryPlan(unrolled, plan))
+    # the variant's passes over the (specialised) IR: unrolling, then memory placement
+    placed = place_memory(unroll(info, analysis, dict(plan.unroll)), plan)
+    emitter = Emitter(placed, PlacedAccess(placed))
     args = kernel_args(info, plan)
     point_params, point_values = point_signature(info, args)
     extra_params, extra_values = local_array_point_params(info, plan)
@@ -389,10 +387,10 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "image_reads": images,
         "array_image_reads": array_image_reads(info, plan),
         "samplers": samplers,
-        "helpers": [helper_text(emitter, f) for f in unrolled.helpers],
+        "helpers": [helper_text(emitter, f) for f in placed.helpers],
         "point_params": point_params,
         "point_indent": " " * len(f"void imcl_point_{info.kernel.name}("),
-        "body": "\n".join(emitter.block_lines(unrolled.kernel.body, 1)),
+        "body": "\n".join(emitter.block_lines(placed.kernel.body, 1)),
         "kernel_params": [f"{a.ctype} {a.name}" if a.role in ("buffer", "image", "tile") else f"const {a.ctype} {a.name}"
                           for a in args],
         "kernel_indent": " " * len(f"__kernel void {info.c_name(info.kernel.name)}("),
@@ -401,7 +399,7 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "inside_points": [],
     }
     if plan.interior:
-        _add_fast_path(info, unrolled, plan, analysis, point_params, point_values, point_call, context)
+        _add_fast_path(info, placed, plan, analysis, point_params, point_values, point_call, context)
     return template_env().get_template("kernel.cl.j2").render(**context)
 
 
@@ -412,10 +410,11 @@ def _work_group_attribute(plan: VariantPlan) -> str:
     return f"__attribute__((reqd_work_group_size({', '.join(map(str, sizes))})))"
 
 
-def _add_fast_path(info: ProgramInfo, unrolled: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
+def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
                    point_params: list[str], point_values: list[str], point_call: str, context: dict) -> None:
     """The interior fast path (see interior.py): its per-point function (printed from the
-    unrolled IR) and the kernel body that chooses between it and the general one."""
+    placed IR, re-placed by passes/memory.py:inside) and the kernel body that chooses between it
+    and the general one."""
     tiles, stores = [], []
     params, values = list(point_params), list(point_values)
     name = f"imcl_point_{info.kernel.name}_inside"
@@ -433,10 +432,11 @@ def _add_fast_path(info: ProgramInfo, unrolled: ProgramInfo, plan: VariantPlan, 
         params.append("const int imcl_x0")
         values.append("imcl_x0")
         note = f"; runs of {n} points along x read register tiles and stage their outputs"
-    emitter = Emitter(unrolled, InsidePlan(unrolled, plan, analysis, tiles, stores))
+    fast = inside(placed, plan, interior.inside_images(info, analysis), [t.image for t in tiles], stores)
+    emitter = Emitter(fast, PlacedAccess(fast, tiles))
     context["inside_points"] = [{
         "name": name, "note": note, "params": params, "indent": " " * len(f"void {name}("),
-        "body": "\n".join(emitter.block_lines(unrolled.kernel.body, 1)),
+        "body": "\n".join(emitter.block_lines(fast.kernel.body, 1)),
     }]
     inside_call = f"{name}({', '.join(values)});"
     context["kernel_body"] = kernel_body(info, plan, analysis, grid_extents(info), point_call, inside_call,

@@ -136,6 +136,8 @@ class Subscript(Expr):
 
     base: Name
     indices: list[Expr]
+    # where the access goes, for a kernel parameter's elements (passes/memory.py); None: not placed
+    memory: Optional[str] = field(default=None, init=False)
 
 
 @dataclass(eq=False)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Callable, Optional
+import functools
+from typing import Callable, Optional, TypeVar
 
 from . import nodes as ir
 
@@ -18,13 +19,12 @@ def rewrite(node: ir.Node, replace: Callable[[ir.Node, ir.Node], Optional[ir.Nod
     changed), and `replace` returns what stands in its place (None: `rebuilt`). `original` is
     the node of the input tree, by which analyses know it."""
     changes = {}
-    for f in dataclasses.fields(node):
-        if f.name in _SKIPPED:
-            continue
-        value = getattr(node, f.name)
-        new = _rewrite_value(value, replace)
-        if new is not value:
-            changes[f.name] = new
+    for name in _children(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, (ir.Node, list)):
+            new = _rewrite_value(value, replace)
+            if new is not value:
+                changes[name] = new
     rebuilt = node
     if changes:
         rebuilt = copy.copy(node)
@@ -34,6 +34,12 @@ def rewrite(node: ir.Node, replace: Callable[[ir.Node, ir.Node], Optional[ir.Nod
     return rebuilt if out is None else out
 
 
+@functools.lru_cache(maxsize=None)
+def _children(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold child nodes."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _SKIPPED)
+
+
 def _rewrite_value(value, replace):
     if isinstance(value, ir.Node):
         return rewrite(value, replace)
@@ -41,3 +47,18 @@ def _rewrite_value(value, replace):
         items = [_rewrite_value(v, replace) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else items
     return value
+
+
+Program = TypeVar("Program")
+
+
+def rewrite_functions(info: Program, replace: Callable[[ir.Node, ir.Node], Optional[ir.Node]]) -> Program:
+    """A checked program (passes.semantic.ProgramInfo) with every function rewritten by
+    `replace`; its unit, kernel and helpers are the rewritten functions, all else is shared."""
+    functions = [rewrite(f, replace) for f in info.unit.functions]
+    if all(new is old for new, old in zip(functions, info.unit.functions)):
+        return info
+    by_old = {id(old): new for old, new in zip(info.unit.functions, functions)}
+    unit = dataclasses.replace(info.unit, functions=functions)
+    return dataclasses.replace(info, unit=unit, kernel=by_old[id(info.kernel)],
+                               helpers=[by_old[id(f)] for f in info.helpers])

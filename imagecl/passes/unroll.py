@@ -22,7 +22,7 @@ from typing import Mapping, Optional
 
 from ..ir import nodes as ir
 from ..ir import types as ty
-from ..ir.rewrite import rewrite
+from ..ir.rewrite import rewrite_functions
 from .footprint import AccessAnalysis, DynamicLoop, LoopInfo
 from .semantic import ProgramInfo
 
@@ -51,17 +51,7 @@ def unroll(info: ProgramInfo, analysis: AccessAnalysis, factors: Mapping[str, in
             return _unrolled_dynamic(rebuilt, factor)
         return _unrolled(rebuilt, loop, factor)
 
-    functions = [rewrite(f, replace) for f in info.unit.functions]
-    by_old = {id(old): new for old, new in zip(info.unit.functions, functions)}
-    unit = ir.TranslationUnit(info.unit.pos, info.unit.filename, info.unit.source, functions, info.unit.pragmas)
-    return _replace_info(info, unit, by_old)
-
-
-def _replace_info(info: ProgramInfo, unit: ir.TranslationUnit, by_old: dict) -> ProgramInfo:
-    import dataclasses
-
-    return dataclasses.replace(info, unit=unit, kernel=by_old[id(info.kernel)],
-                               helpers=[by_old[id(f)] for f in info.helpers])
+    return rewrite_functions(info, replace)
 
 
 def _int(value: int) -> ir.IntLit:
