@@ -270,21 +270,30 @@ def test_place_memory_annotates_every_access_for_the_plan():
     assert {v for k, v in _accesses(image_w).items() if k[0] == "w"} == {"image"}
 
 
-def test_inside_drops_boundary_handling_only_for_images_read_at_bounded_offsets():
+def test_interior_drops_boundary_handling_only_for_images_read_at_bounded_offsets():
     info, plan, placed = _placed({"image_b": 1})
-    fast = memory.inside(placed, plan, ["a"], tiles=[], stores=[])
+    fast = memory.interior(placed, plan, ["a"])
     places = {(k[0], k[1], v) for k, v in _accesses(fast).items()}
     # a: at the grid point stays a plain buffer read; the neighbour read loses its boundary function
     assert ("a", "read", "buffer") in places and ("a", "read", "direct") in places
     assert ("b", "read", "image") in places  # not in `inside_images`: keeps its boundary handling
-    fast_b = memory.inside(placed, plan, ["a", "b"], tiles=["a"], stores=["o"])
-    places = {(k[0], k[1], v) for k, v in _accesses(fast_b).items()}
-    assert ("a", "read", "register") in places and ("b", "read", "image_direct") in places
-    assert {v for k, v in _accesses(fast_b).items() if k[:2] == ("o", "write")} == {"staged"}
+    fast_b = memory.interior(placed, plan, ["a", "b"])
+    assert ("b", "read", "image_direct") in {(k[0], k[1], v) for k, v in _accesses(fast_b).items()}
+    assert {v for k, v in _accesses(fast_b).items() if k[:2] == ("o", "write")} == {"buffer", "guarded"}
+
+
+def test_vectorise_reads_register_tiles_and_stages_outputs():
+    info, plan, placed = _placed({"image_b": 1})
+    runs = memory.vectorise(memory.interior(placed, plan, ["a", "b"]), tiles=["a"], stores=["o"])
+    places = _accesses(runs)
+    # every read of `a`, at the grid point or not, comes from the register tile
+    assert {v for k, v in places.items() if k[0] == "a"} == {"register"}
+    assert {v for k, v in places.items() if k[:2] == ("o", "write")} == {"staged"}
+    assert {v for k, v in places.items() if k[0] == "b"} == {"image_direct"}
     assert {v for k, v in _accesses(placed).items() if k[:2] == ("o", "write")} == {"buffer", "guarded"}
 
 
 def test_a_tiled_image_keeps_its_tile_in_the_fast_path():
     info, plan, placed = _placed({"local_a": 1})
-    fast = memory.inside(placed, plan, ["a"], tiles=[], stores=[])
+    fast = memory.interior(placed, plan, ["a"])
     assert {v for k, v in _accesses(fast).items() if k[0] == "a"} == {"tile"}

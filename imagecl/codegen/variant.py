@@ -22,7 +22,7 @@ from ..ir.walk import walk
 from ..passes.footprint import AccessAnalysis, analyse_accesses, tile_bytes
 from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 from ..passes import memory as placement
-from ..passes.memory import inside, place_memory
+from ..passes.memory import place_memory
 from ..passes.unroll import unroll
 from ..resources import resource_dir
 from . import interior
@@ -413,7 +413,7 @@ def _work_group_attribute(plan: VariantPlan) -> str:
 def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
                    point_params: list[str], point_values: list[str], point_call: str, context: dict) -> None:
     """The interior fast path (see interior.py): its per-point function (printed from the
-    placed IR, re-placed by passes/memory.py:inside) and the kernel body that chooses between it
+    placed IR, re-placed by passes/memory.py: interior, vectorise) and the kernel body that chooses between it
     and the general one."""
     tiles, stores = [], []
     params, values = list(point_params), list(point_values)
@@ -432,7 +432,9 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
         params.append("const int imcl_x0")
         values.append("imcl_x0")
         note = f"; runs of {n} points along x read register tiles and stage their outputs"
-    fast = inside(placed, plan, interior.inside_images(info, analysis), [t.image for t in tiles], stores)
+    fast = placement.interior(placed, plan, interior.inside_images(info, analysis))
+    if plan.vector_x:
+        fast = placement.vectorise(fast, [t.image for t in tiles], stores)
     emitter = Emitter(fast, PlacedAccess(fast, tiles))
     context["inside_points"] = [{
         "name": name, "note": note, "params": params, "indent": " " * len(f"void {name}("),

@@ -2,10 +2,11 @@
 access to a kernel parameter's elements with where it goes (`Subscript.memory`).
 
 `place_memory(info, plan)` annotates for the variant's placement (image memory, local-memory
-tiles and copies, the global buffers); `inside(info, plan, analysis, tiles, stores)` re-annotates
-a placed IR for the interior fast path's copy of the body (codegen/interior.py), where reads at
-bounded offsets need no boundary handling. Neither changes its input; the printer
-(codegen/variant.py: PlacedAccess) writes each access as its annotation says.
+tiles and copies, the global buffers); `interior(...)` re-annotates a placed IR for the interior
+fast path's copy of the body (codegen/interior.py), where reads at bounded offsets need no
+boundary handling, and `vectorise(...)` that copy for runs of points along x (register tiles,
+staged outputs). None changes its input; the printer (codegen/variant.py: PlacedAccess) writes
+each access as its annotation says.
 """
 from __future__ import annotations
 
@@ -107,22 +108,31 @@ def place_memory(info: ProgramInfo, plan) -> ProgramInfo:
     return _annotate(info, read, write)
 
 
-def inside(info: ProgramInfo, plan, inside_images: Iterable[str], tiles: Iterable[str],
-           stores: Iterable[str]) -> ProgramInfo:
-    """A placed IR re-annotated for the interior fast path: reads of `inside_images` (read at
-    bounded offsets) skip boundary handling, those with a register tile (`tiles`) read it,
-    and writes of `stores` go to the run's staging arrays. Images in local memory keep their
-    tiles."""
-    inside_images, tiles, stores = set(inside_images), set(tiles), set(stores)
+def interior(info: ProgramInfo, plan, inside_images: Iterable[str]) -> ProgramInfo:
+    """A placed IR re-annotated for the interior fast path's copy of the body: reads of
+    `inside_images` (read at bounded offsets, in a work-group known to lie inside them) skip
+    boundary handling. Images in local memory keep their tiles; reads at the grid point stay
+    plain buffer reads."""
+    inside_images = set(inside_images)
 
     def read(array: ArrayInfo, node: ir.Subscript) -> Optional[str]:
         if array.kind != "image" or array.name in plan.local_mem or array.name not in inside_images:
             return None
-        if array.name in tiles:
-            return REGISTER
         if node.memory == BUFFER:
             return None
         return IMAGE_DIRECT if array.name in plan.image_mem else DIRECT
+
+    return _annotate(info, read, lambda array, node: None)
+
+
+def vectorise(info: ProgramInfo, tiles: Iterable[str], stores: Iterable[str]) -> ProgramInfo:
+    """The fast path's IR for runs of points along x (codegen/interior.py): reads of the images
+    in `tiles` come from the run's private register tiles, writes of `stores` go to its
+    staging arrays (stored as one vector after the run)."""
+    tiles, stores = set(tiles), set(stores)
+
+    def read(array: ArrayInfo, node: ir.Subscript) -> Optional[str]:
+        return REGISTER if array.kind == "image" and array.name in tiles else None
 
     def write(array: ArrayInfo, node: ir.Subscript) -> Optional[str]:
         return STAGED if array.name in stores else None
