@@ -297,3 +297,83 @@ def test_a_tiled_image_keeps_its_tile_in_the_fast_path():
     info, plan, placed = _placed({"local_a": 1})
     fast = memory.interior(placed, plan, ["a"])
     assert {v for k, v in _accesses(fast).items() if k[0] == "a"} == {"tile"}
+
+
+# ---- the kernel frame (passes/frame.py, ir/frame.py, templates/kernel_body.cl.j2) --------------------
+
+from imagecl.codegen.body import render_lines  # noqa: E402
+from imagecl.ir import frame as fr  # noqa: E402
+from imagecl.passes import frame as frame_passes  # noqa: E402
+
+
+def _frame(px=(1, 1), interleaved=False):
+    start = frame_passes.one_point_per_item(["imcl_a_w", "imcl_a_h"], "point(idx, idy);")
+    return frame_passes.coarsen(start, px, interleaved)
+
+
+def _render(frame) -> str:
+    return render_lines("kernel_body.cl.j2", **frame.template_context())
+
+
+def test_one_point_per_item_guards_the_grid_and_calls_the_point():
+    f = _frame()
+    assert f.simple and not f.coarse and not f.per_iteration
+    assert _render(f) == ("    const int idx = get_global_id(0);\n    const int idy = get_global_id(1);\n"
+                          "    if (idx >= imcl_a_w || idy >= imcl_a_h)\n        return;\n    point(idx, idy);")
+
+
+def test_coarsen_blocked_and_interleaved():
+    blocked = _frame((4, 2))
+    assert [(a.px, a.span) for a in blocked.axes] == [(4, 4), (2, 2)]
+    assert [a.axis for a in blocked.coarse] == ["y", "x"]  # outermost first
+    text = _render(blocked)
+    assert text.index("imcl_ky < 2") < text.index("imcl_kx < 4")
+    assert "const int idx = imcl_gx * 4 + imcl_kx;" in text and "// 4 x 2 grid points per work-item, contiguous" in text
+    interleaved = _frame((4, 1), interleaved=True)
+    assert [(a.px, a.span) for a in interleaved.axes] == [(4, 1), (1, 1)] and interleaved.per_iteration
+    assert "const int idx = imcl_gx + imcl_kx * get_global_size(0);" in _render(interleaved)
+    with pytest.raises(ValueError):
+        frame_passes.coarsen(_frame(), (2,), False)
+    with pytest.raises(ValueError):
+        frame_passes.coarsen(_frame(), (0, 1), False)
+    assert _frame().axes[0].px == 1  # passes return new frames
+
+
+def test_stage_local_loads_each_tile_before_the_points_and_per_iteration_when_interleaved():
+    tile = fr.LocalTile("a", (fr.TileAxis(0, "imcl_a_ox", "imcl_a_tw", 1, 2), fr.TileAxis(1, "imcl_a_oy", "imcl_a_th", 0, 0)),
+                        "imcl_ty * imcl_a_tw + imcl_tx", "READ(a)", "DIRECT(a)")
+    staged = frame_passes.stage_local(_frame((2, 1)), [], [tile])
+    assert not staged.simple
+    text = _render(staged)
+    assert "const int imcl_a_ox = get_group_id(0) * get_local_size(0) * 2 - 1;" in text
+    assert "const int imcl_a_tw = get_local_size(0) * 2 + 2;" in text
+    assert text.index("imcl_tile_a[imcl_ty * imcl_a_tw + imcl_tx] = READ(a);") < text.index("for (int imcl_kx")
+    per_iteration = _render(frame_passes.stage_local(_frame((2, 1), interleaved=True), [], [tile]))
+    assert per_iteration.index("for (int imcl_kx") < per_iteration.index("= READ(a);")
+    assert "barrier(CLK_LOCAL_MEM_FENCE);  // the tile is reloaded in the next iteration" in per_iteration
+
+
+def test_fast_path_runs_the_inside_copy_where_the_test_holds():
+    f = frame_passes.fast_path(_frame((2, 1)), "inside(idx, idy);", ["imcl_hix <= w", "imcl_hiy <= h", "imcl_hix <= w"])
+    assert f.conditions == ("imcl_hix <= w", "imcl_hiy <= h")
+    text = _render(f)
+    assert "const bool imcl_inside = imcl_hix <= w\n        && imcl_hiy <= h;" in text
+    assert text.index("if (imcl_inside)") < text.index("inside(idx, idy);") < text.index("else") < \
+        text.index("point(idx, idy);")
+    with pytest.raises(ValueError):
+        frame_passes.fast_path(_frame(), "inside();", [])
+
+
+def test_vectorise_runs_needs_the_blocked_fast_path():
+    with pytest.raises(ValueError):
+        frame_passes.vectorise_runs(_frame((4, 1)), [], [])
+    interleaved = frame_passes.fast_path(_frame((4, 1), interleaved=True), "inside();", ["c"])
+    with pytest.raises(ValueError):
+        frame_passes.vectorise_runs(interleaved, [], [])
+    fast = frame_passes.fast_path(_frame((4, 2)), "inside();", ["c"])
+    store = fr.StagedStore("o", "float", "o", "idy * imcl_o_w")
+    runs = frame_passes.vectorise_runs(fast, [], [store])
+    assert runs.vector.n == 4 and [a.axis for a in runs.vector.outer] == ["y"]
+    text = _render(runs)
+    assert "*(__global float4*)(o + idy * imcl_o_w + imcl_x0) = vload4(0, imcl_st_o);" in text
+    assert "runs of 4 along x in vectors" in text and fast.vector is None
