@@ -412,9 +412,9 @@ def _work_group_attribute(plan: VariantPlan) -> str:
 
 def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
                    point_params: list[str], point_values: list[str], point_call: str, context: dict) -> None:
-    """The interior fast path (see interior.py): its per-point function (printed from the
-    placed IR, re-placed by passes/memory.py: interior, vectorise) and the kernel body that chooses between it
-    and the general one."""
+    """The interior fast path (see interior.py): its per-point function, printed from the placed
+    IR re-placed by passes/memory.py (interior, then vectorise), and the kernel body that
+    chooses between it and the general one."""
     tiles, stores = [], []
     params, values = list(point_params), list(point_values)
     name = f"imcl_point_{info.kernel.name}_inside"
