@@ -600,7 +600,8 @@ class _Analyser:
             value = const_int(decl.init) if decl.is_const and isinstance(vtype, ty.ScalarType) and vtype.is_integer else None
         elif decl.is_const:
             raise self.error(f"const variable '{decl.name}' must be initialised", decl.pos)
-        decl.symbol = ir.Symbol(decl.name, vtype, "local", decl.pos, is_const=decl.is_const, value=value)
+        decl.symbol = ir.Symbol(decl.name, vtype, "local", decl.pos, is_const=decl.is_const, value=value,
+                                tunable_dependent=value is not None and _reads_tunables(decl.init))
         scope.symbols[decl.name] = decl.symbol
 
     def _array_init(self, decl: ir.VarDecl, vtype: ty.ArrayType, init: list, scope: _Scope, depth: int = 0) -> None:
@@ -1014,6 +1015,12 @@ def _check_array_image(analyser: "_Analyser", array: ArrayInfo, pos: ir.Pos) -> 
         raise analyser.error(f"'{array.name}' ({array.param.type.c_name()}) cannot be placed in image memory", pos,
                              "image memory holds 1-D and 2-D arrays of scalars or 4-element vectors "
                              "(not bool or double)")
+
+
+def _reads_tunables(expr: ir.Expr) -> bool:
+    """Does a constant expression's value depend on a tunable (directly or through a `const` local)?"""
+    return any(isinstance(n, ir.Name) and n.symbol is not None
+               and (n.symbol.kind == "tunable" or n.symbol.tunable_dependent) for n in walk(expr))
 
 
 def _c_integer(text: str) -> int:
