@@ -18,9 +18,11 @@ from .runtime import interop, launcher
 from .runtime.arguments import PreparedArgs, prepare
 from .runtime.built import BuiltKernel
 from .runtime.devices import select_device
+from .passes.footprint import analyse_accesses
+from .passes.specialise import assignments, specialise
 from .runtime.memory import check_device, check_host, prepared_buffers
 from .service.client import served_config
-from .space import DeviceLimits, Space, TunableScope, analyses_per_tunables, build_space
+from .space import DeviceLimits, Space, build_space
 
 
 class Program:
@@ -65,10 +67,20 @@ class Program:
         return f"<imagecl.Program '{self.name}' from {self.filename}: outputs {', '.join(self.outputs)}>"
 
     # ---- analyses and the space ---------------------------------------------------------
+    def specialised(self, tunables: Mapping[str, int]) -> ProgramInfo:
+        """The IR with the tunables at `tunables` (passes/specialise.py), made once per assignment."""
+        key = tuple(sorted((k, int(v)) for k, v in tunables.items()))
+        cache = self.__dict__.setdefault("_specialised", {})
+        if key not in cache:
+            cache[key] = specialise(self.info, dict(key))
+        return cache[key]
+
     @functools.cached_property
     def analyses(self) -> dict[tuple, AccessAnalysis]:
-        """Access analyses per assignment of the tunables (footprints may depend on them)."""
-        return analyses_per_tunables(self.info)
+        """Access analyses per assignment of the tunables (footprints may depend on them), each
+        of the IR specialised for it."""
+        return {tuple(sorted(values.items())): analyse_accesses(self.specialised(values))
+                for values in assignments(self.info)}
 
     def analysis_for(self, tunables: Mapping[str, int]) -> AccessAnalysis:
         return self.analyses[tuple(sorted((k, int(v)) for k, v in tunables.items()))]
@@ -87,7 +99,7 @@ class Program:
         key = (limits, problem_shape)
         cache = self.__dict__.setdefault("_spaces", {})
         if key not in cache:
-            cache[key] = build_space(self.info, limits, problem_shape)
+            cache[key] = build_space(self.info, limits, problem_shape, self.analyses)
         return cache[key]
 
     def _check_forced_local_memory(self) -> None:
@@ -144,8 +156,7 @@ class Program:
         cache = self.__dict__.setdefault("_sources", {})
         if key not in cache:
             tunables = dict(plan.tunables)
-            with TunableScope(self.info, tunables):
-                cache[key] = generate(self.info, plan, config_lines, self.analysis_for(tunables))
+            cache[key] = generate(self.specialised(tunables), plan, config_lines, self.analysis_for(tunables))
         return cache[key]
 
     # ---- running ----------------------------------------------------------------------------------

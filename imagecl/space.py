@@ -8,7 +8,6 @@ millions are enumerated or sampled in well under a second.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from .ir import types as ty
 from .passes.footprint import (DYNAMIC_UNROLL_FACTORS, AccessAnalysis, analyse_accesses, array_bytes,
                                image_compatible_array, small_read_only_array, tile_bytes as footprint_tile_bytes)
 from .passes.semantic import ProgramInfo
+from .passes.specialise import assignments, specialise
 from .codegen import interior
 
 if TYPE_CHECKING:
@@ -317,36 +317,11 @@ def _divisor_factors(trip: int, max_partial: int = 16, max_full: int = 64) -> li
     return factors
 
 
-def tunable_assignments(info: ProgramInfo) -> list[dict[str, int]]:
-    names = list(info.tunables)
-    return [dict(zip(names, combo)) for combo in itertools.product(*(info.tunables[n] for n in names))]
-
-
-class TunableScope:
-    """Sets the tunables' compile-time values while one variant is analysed or generated."""
-
-    def __init__(self, info: ProgramInfo, values: Mapping[str, int]) -> None:
-        self.info = info
-        self.values = values
-        self.saved: dict[str, Optional[int]] = {}
-
-    def __enter__(self) -> "TunableScope":
-        for name, sym in self.info.tunable_symbols.items():
-            self.saved[name] = sym.value
-            sym.value = int(self.values.get(name, self.info.tunables[name][0]))
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for name, value in self.saved.items():
-            self.info.tunable_symbols[name].value = value
-
-
 def analyses_per_tunables(info: ProgramInfo) -> dict[tuple, AccessAnalysis]:
-    out = {}
-    for assignment in tunable_assignments(info):
-        with TunableScope(info, assignment):
-            out[tuple(sorted(assignment.items()))] = analyse_accesses(info)
-    return out
+    """The access analysis of each assignment of the tunables (footprints may depend on them),
+    keyed by the sorted assignment; each runs on the IR specialised for it."""
+    return {tuple(sorted(values.items())): analyse_accesses(specialise(info, values))
+            for values in assignments(info)}
 
 
 def local_candidates(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> list[str]:
@@ -363,10 +338,13 @@ def local_candidates(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> l
     return out
 
 
-def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None) -> Space:
-    """The tuning space of `info` on a device with `limits` (and, if known, for a problem size)."""
+def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None,
+                analyses: Optional[Mapping[tuple, AccessAnalysis]] = None) -> Space:
+    """The tuning space of `info` on a device with `limits` (and, if known, for a problem size);
+    `analyses`: those of analyses_per_tunables(info), when the caller has them already."""
     dims = info.grid_dims
-    analyses = analyses_per_tunables(info)
+    if analyses is None:
+        analyses = analyses_per_tunables(info)
     any_analysis = next(iter(analyses.values()))
     params: list[Parameter] = []
     constraints: list[Constraint] = []

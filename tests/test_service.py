@@ -238,7 +238,9 @@ def _reference_box_blur(image: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture
-def fresh_client_state(monkeypatch):
+def fresh_client_state(monkeypatch, tmp_path):
+    # an empty registry: a program tuned locally (by another test) never asks the service
+    monkeypatch.setenv("IMAGECL_TUNED", str(tmp_path / "registry"))
     monkeypatch.setattr(service_client, "_warned", set())
     monkeypatch.setattr(service_client, "_down_until", {})
     monkeypatch.setattr(service_client, "_clients", {})

@@ -166,7 +166,8 @@ class StatementChecks(AnalyserBase):
             value = const_int(decl.init) if decl.is_const and isinstance(vtype, ty.ScalarType) and vtype.is_integer else None
         elif decl.is_const:
             raise self.error(f"const variable '{decl.name}' must be initialised", decl.pos)
-        decl.symbol = ir.Symbol(decl.name, vtype, "local", decl.pos, is_const=decl.is_const, value=value)
+        decl.symbol = ir.Symbol(decl.name, vtype, "local", decl.pos, is_const=decl.is_const, value=value,
+                                tunable_dependent=value is not None and _reads_tunables(decl.init))
         scope.symbols[decl.name] = decl.symbol
 
     def _array_init(self, decl: ir.VarDecl, vtype: ty.ArrayType, init: list, scope: Scope, depth: int = 0) -> None:
@@ -199,3 +200,9 @@ def always_returns(stmt: Optional[ir.Stmt]) -> bool:
     if isinstance(stmt, ir.If):
         return stmt.other is not None and always_returns(stmt.then) and always_returns(stmt.other)
     return False
+
+
+def _reads_tunables(expr: ir.Expr) -> bool:
+    """Does a constant expression's value depend on a tunable (directly or through a `const` local)?"""
+    return any(isinstance(n, ir.Name) and n.symbol is not None
+               and (n.symbol.kind == "tunable" or n.symbol.tunable_dependent) for n in walk(expr))
