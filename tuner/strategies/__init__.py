@@ -3,7 +3,7 @@
 Every strategy is `run(problem, budget, rng, **options) -> Result`. `budget` caps the number of
 distinct configurations measured, failed ones included, because on a real device a build
 error or a wrong result costs about as much as a success. Measurements go through a `Session`
-(session.py), which enforces the budget and remembers results, so a strategy that comes back to
+(budget.py), which enforces the budget and remembers results, so a strategy that comes back to
 a configuration (annealing, swarms) neither pays for it twice nor overruns.
 
 One module a strategy, registered in STRATEGIES below: `hybrid` (hybrid.py), the default, is a
@@ -26,7 +26,7 @@ from .pso import particle_swarm
 from .random_search import random_search
 from .ranking import PICKS, Observation
 from .sampling import distinct_best
-from .session import BudgetExhausted, Result, Session, Strategy
+from .budget import BudgetExhausted, Result, Session, Strategy
 
 # the shared helpers, reachable here for the tests that exercise them one by one
 from .local import _local_phase  # noqa: F401

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..problem import Problem
 from .sampling import _unmeasured_sample
-from .session import BudgetExhausted, Result, Session
+from .budget import BudgetExhausted, Result, Session
 
 
 def _random_neighbour(problem: Problem, row: np.ndarray, rng: np.random.Generator,

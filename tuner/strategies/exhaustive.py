@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from ..problem import Problem, product_keys
-from .session import BudgetExhausted, Result, Session
+from .budget import BudgetExhausted, Result, Session
 
 
 def exhaustive(problem: Problem, budget: int, rng: Optional[np.random.Generator] = None) -> Result:

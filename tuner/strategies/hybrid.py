@@ -8,7 +8,7 @@ import numpy as np
 from ..problem import Problem
 from .ml import ml
 from .ranking import Observation
-from .session import Result
+from .budget import Result
 
 
 def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fraction: float = 0.3,

@@ -10,7 +10,7 @@ from ..problem import Problem
 from .neighbours import _best_rows, _neighbour_candidates, _repaired_neighbours, _untried_moves
 from .ranking import _FailureModel, _pick, _Ranker
 from .sampling import _unmeasured_sample
-from .session import Session
+from .budget import Session
 
 
 PROBES = ("cold", "always", "never")

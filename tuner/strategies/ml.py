@@ -31,7 +31,7 @@ from .local import PROBES, _local_phase
 from .neighbours import _best_rows
 from .ranking import PICKS, Observation, _FailureModel, _Ranker, _skip_mask
 from .sampling import _seed_rows, _spread_sample, _unmeasured_sample
-from .session import BudgetExhausted, Result, Session
+from .budget import BudgetExhausted, Result, Session
 
 
 def _phi(z: float) -> float:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..problem import Problem
 from .sampling import _distinct
-from .session import Session
+from .budget import Session
 
 
 def _neighbour_pool(problem: Problem, rows: np.ndarray) -> np.ndarray:

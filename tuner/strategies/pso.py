@@ -7,7 +7,7 @@ import numpy as np
 
 from ..problem import Problem
 from .sampling import _unmeasured_sample
-from .session import BudgetExhausted, Result, Session
+from .budget import BudgetExhausted, Result, Session
 
 
 def particle_swarm(problem: Problem, budget: int, rng: np.random.Generator, swarm_size: int = 3,

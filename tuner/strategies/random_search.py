@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..problem import Problem
-from .session import BudgetExhausted, Result, Session
+from .budget import BudgetExhausted, Result, Session
 
 
 def random_search(problem: Problem, budget: int, rng: np.random.Generator) -> Result:

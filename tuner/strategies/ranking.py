@@ -13,7 +13,7 @@ from ..models import Model, make_model
 from ..problem import Problem
 from .neighbours import _neighbour_pool
 from .sampling import _distinct
-from .session import Session
+from .budget import Session
 
 
 @dataclass

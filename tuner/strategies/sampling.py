@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from ..problem import Problem
-from .session import Session
+from .budget import Session
 
 
 def _unmeasured_sample(problem: Problem, session: Session, rng: np.random.Generator, n: int = 1) -> np.ndarray:
