@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import imagecl  # noqa: E402
 from imagecl.errors import ImageCLError  # noqa: E402
@@ -27,8 +26,7 @@ from imagecl.runtime.devices import select_device  # noqa: E402
 from imagecl.tuner.engine import MeasureOptions, measure  # noqa: E402
 from imagecl.tuner.store import Store, canonical_config  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from ground_truth import BENCHMARKS  # noqa: E402
+from imagecl.bench.ground_truth import BENCHMARKS  # noqa: E402
 
 VARIANT_NAMES = {"convolution9": "convolution9.icl", "sobel": "sobel.icl", "bilateral": "bilateral.icl"}
 

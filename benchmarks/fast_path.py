@@ -29,16 +29,14 @@ from typing import Callable, Optional
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import imagecl  # noqa: E402
 from imagecl.errors import ImageCLError  # noqa: E402
 from imagecl.runtime import launcher  # noqa: E402
 from imagecl.runtime.devices import _all_devices, describe, select_device  # noqa: E402
 from imagecl.runtime.session import Session  # noqa: E402
-from bandwidth import copy_bandwidth  # noqa: E402
-from peer_workloads import convolution_source  # noqa: E402
+from imagecl.bench.bandwidth import copy_bandwidth  # noqa: E402
+from imagecl.bench.peer_workloads import convolution_source  # noqa: E402
 
 RNG = np.random.default_rng(6)
 

@@ -386,7 +386,6 @@ def main(argv=None) -> int:
         os.environ["PYOPENCL_NO_CACHE"] = "1"
         os.environ["CUDA_CACHE_DISABLE"] = "1"
         os.environ["POCL_KERNEL_CACHE"] = "0"
-    sys.path.insert(0, str(ROOT))
 
     import numpy as np
     import pyopencl as cl

@@ -31,7 +31,6 @@ from imagecl.tuner.store import Store, text_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "results" / "knowledge"
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def programs() -> tuple[dict, set]:

@@ -111,8 +111,6 @@ def _alongside(benchmark: str, configuration: dict, device) -> dict:
     tuned one to the fastest of the others."""
     import tempfile
 
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from imagecl.runtime.devices import select_device
     from imagecl.tuner.engine import MeasureOptions, Measurer
     from imagecl.tuner.store import Store, canonical_config

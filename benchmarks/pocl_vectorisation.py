@@ -21,8 +21,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 TAPS = "#pragma unroll\n  for (int j = -4; j <= 4; j++)\n  #pragma unroll\n  for (int i = -4; i <= 4; i++)\n    "
 SUM = "s += input[(idy + j) * w + idx + i] * filter[(j + 4) * 9 + i + 4];"
@@ -58,7 +56,7 @@ def hand_written() -> dict[str, str]:
 def generated() -> dict[str, str]:
     """imagecl's variants of the peer benchmark's 9x9 convolution (taps fully unrolled)."""
     import imagecl
-    from peer_workloads import convolution_source
+    from imagecl.bench.peer_workloads import convolution_source
 
     prog = imagecl.compile(convolution_source(4), filename="convolution9.icl")
     unroll = {"unroll_convolution9_l7": 9, "unroll_convolution9_l8": 9, "wg_x": 16, "wg_y": 1}
@@ -80,7 +78,6 @@ def count(source: str, device_fragment: str) -> tuple[int, int]:
     with tempfile.TemporaryDirectory() as cache:
         script = (
             "import sys, numpy as np, pyopencl as cl\n"
-            "sys.path.insert(0, %r)\n"
             "from imagecl.runtime.devices import select_device\n"
             "dev = select_device(%r); ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)\n"
             "p = cl.Program(ctx, sys.stdin.read()).build()\n"
@@ -88,7 +85,7 @@ def count(source: str, device_fragment: str) -> tuple[int, int]:
             "a = cl.Buffer(ctx, mf.READ_WRITE, (w + 8) * (w + 8) * 4)\n"
             "f = cl.Buffer(ctx, mf.READ_WRITE, 81 * 4); o = cl.Buffer(ctx, mf.READ_WRITE, w * w * 4)\n"
             "p.convolution9(q, (w, w), (16, 1), a, np.int32(w), np.int32(w), o, np.int32(w), np.int32(w), f)\n"
-            "q.finish()\n") % (str(ROOT), device_fragment)
+            "q.finish()\n") % (device_fragment,)
         env = {**os.environ, "POCL_CACHE_DIR": cache, "POCL_KERNEL_CACHE": "1"}
         subprocess.run([sys.executable, "-c", script], input=source, text=True, env=env, check=True,
                        capture_output=True)

@@ -29,9 +29,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from imagecl.tuner.simulate import _option, load_problem, simulate  # noqa: E402
 from transfer_seeds import leave_one_out_seeds  # noqa: E402

@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import imagecl  # noqa: E402
 from imagecl.runtime.devices import describe, select_device  # noqa: E402

@@ -44,8 +44,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 SETTINGS = ("default", "cu-1", "affinity")
 NAMES = ("sobel", "bilateral", "convolution9")
@@ -72,7 +70,7 @@ def recorded_configs(results: Path, name: str, ranks: tuple = (0, 1, 2, "median"
 def benchmark_setup(name: str, device) -> tuple:
     """The program, inputs and space of a CPU ground truth (`ground_truth.py --variant cpu-large`)."""
     import imagecl
-    from ground_truth import VARIANTS
+    from imagecl.bench.ground_truth import VARIANTS
 
     file, make, _ = VARIANTS["cpu-large"][name]
     prog = imagecl.load(ROOT / "examples" / file)

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from imagecl.tuner.simulate import load_problem, seed_for, seeds_from_files, simulate  # noqa: E402
 

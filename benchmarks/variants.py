@@ -22,13 +22,11 @@ from typing import Callable
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import imagecl  # noqa: E402
 from imagecl.errors import ImageCLError  # noqa: E402
 from imagecl.runtime.devices import describe, select_device  # noqa: E402
-from bandwidth import copy_bandwidth  # noqa: E402
+from imagecl.bench.bandwidth import copy_bandwidth  # noqa: E402
 from imagecl.runtime.session import Session, outputs_match  # noqa: E402
 
 RNG = np.random.default_rng(2017)

@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--strategy", default="hybrid",
                       help="hybrid (default: spread sample + model-guided local search), ml, random, annealing, "
                            "pso or exhaustive")
+    tune.add_argument("--service", metavar="URL",
+                      help="also submit what was measured to this tuning service (imagecl serve; its token from "
+                           "$IMAGECL_SERVICE_TOKEN)")
     _search_options(tune, db_help="measurements of this program on this device at other sizes in it train the "
                                   "model too, and the best configurations of other programs on this device are "
                                   "measured first",
@@ -203,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     feat.add_argument("--config", help="a configuration to encode (JSON or @file.json; needs --size)")
     feat.add_argument("--no-measure", action="store_true",
                       help="do not measure the device (bandwidth and arithmetic rate are null)")
+    srv = sub.add_parser("serve", help="start the tuning service (Request, RequestTraining, Submit, Refuse over HTTP)",
+                         description="Serve configurations to programs on any machine, learn from what they submit; "
+                                     "see docs/service.md.")
+    from .service.serve import add_arguments as _serve_arguments
+
+    _serve_arguments(srv)
     for command in sub.choices.values():
         if command is not sim:
             command.add_argument("--verbose", action="store_true",
@@ -411,17 +420,24 @@ def _measure(args) -> int:
     return 0
 
 
+def _submit_to_service(url, program, device, shape, records) -> None:
+    from .service.client import submit_run
+
+    stored = submit_run(url, program, device, tuple(reversed(shape)), records)
+    if stored is not None:
+        print(f"submitted {stored} measurements to the tuning service {url}", file=sys.stderr)
+
+
 def _tune(args) -> int:
     from . import tuned
     from .export import export_tuned, tuned_file_names
     from .progress import Progress
     from .runtime.devices import select_device
-    from .tuner.engine import MeasureOptions, Measurer
-    from .tuner.live import LiveProblem, confirm_best, size_context, store_messages, store_options
+    from .tuner.engine import MeasureOptions, Measurer, Summary
+    from .tuner.live import store_messages
+    from .tuner.session import Measurement, SessionOptions, run_session
     from .tuner.simulate import SimulationError, resolve_strategy
-    from .tuner.store import Store, canonical_config
-
-    import numpy as np
+    from .tuner.store import Store
 
     program = _load(args.file)
     shape = parse_size(args.size)
@@ -444,72 +460,70 @@ def _tune(args) -> int:
     space = program.space_for(device, shape)
     print(f"tuning '{program.name}' on {device.name.strip()} for {args.size}: {space.size:,} configurations, "
           f"budget {args.budget}, strategy {name}", file=sys.stderr)
+    live = Summary()
+    started = time.time()
+
+    def on_measure(event: Measurement) -> None:
+        if event.phase != "search":
+            return
+        live.measured += 1
+        live.statuses["ok" if event.seconds is not None else "failed"] += 1
+        if event.seconds is not None and (live.best_time is None or event.seconds < live.best_time):
+            live.best_time = event.seconds
+        live.seconds = time.time() - started
+        progress(min(live.measured, args.budget), args.budget, live)
+
+    def on_store(info: dict) -> None:  # before the search: what the database gives it
+        for line in store_messages(info, mask(db)):
+            print(line, file=sys.stderr)
+
+    confirming: list = []  # its Progress starts its clock when the confirmation does
+
+    def confirm_progress(done: int, total: int, summary=None) -> None:
+        if not confirming:
+            confirming.append(Progress("confirming the best", unit="series"))
+        confirming[0](done, total, summary)
+
+    options = SessionOptions(strategy=strategy, budget=args.budget, seed=args.seed, confirm=args.confirm,
+                             transfer=not args.no_transfer, on_measure=[on_measure], confirm_progress=confirm_progress,
+                             on_store=on_store)
     with Store(db) as store, Measurer(program, arguments, store, device,
                                       MeasureOptions(timeout=args.timeout, prebuild=False)) as measurer:
-        naive = measurer.measure([space.defaults])  # the baseline the result is compared with
-        for note in naive.notes:
+        session = run_session(measurer, options)
+        for note in measurer.notes:
             print(f"note: {note}", file=sys.stderr)
-        from .tuner.engine import Summary
-
-        live = Summary()
-        started = time.time()
-
-        def on_measure(config, seconds):
-            live.measured += 1
-            live.statuses["ok" if seconds is not None else "failed"] += 1
-            if seconds is not None and (live.best_time is None or seconds < live.best_time):
-                live.best_time = seconds
-            live.seconds = time.time() - started
-            progress(min(live.measured, args.budget), args.budget, live)
-
-        problem = LiveProblem(space, measurer, context=size_context(measurer.run.problem_size), on_measure=on_measure)
-        taken = store_options(store, measurer.run, strategy, transfer=not args.no_transfer)
-        for line in store_messages(taken.info, mask(db)):
-            print(line, file=sys.stderr)
-        options = taken.options
-        result = strategy(problem, args.budget, np.random.default_rng(args.seed), **options)
-        history = list(result.history)
-        default_time = problem.known.get(canonical_config(space.complete(space.defaults)))
-        if result.best_config is None and default_time is not None:
-            # the search's picks all failed (timed out, say), but the default configuration ran
-            print(f"note: none of the {result.evaluations} configurations the search measured ran successfully; "
-                  "keeping the default configuration", file=sys.stderr)
-            history.append((dict(space.defaults), default_time))
-        elif result.best_config is None:
-            raise ImageCLError("no configuration could be measured successfully, the default configuration "
-                               f"included; see 'imagecl results --db {db}' for the failures")
-        best_config, best_time, confirmed = confirm_best(measurer, history, top=args.confirm,
-                                                         progress=Progress("confirming the best", unit="series"))
-    best = space.complete(best_config)
-    predicted = result.info.get("predicted_seconds") if best_config == result.best_config else None
-    naive_time = default_time
-    recorded, kept_naive = best, False
-    if naive_time is not None and best_time > naive_time and best != space.complete(space.defaults):
-        # the winner, timed again, lost to the default configuration's single timing: never keep a
-        # configuration slower than the naive variant, so the default one is recorded instead
-        recorded, recorded_time, kept_naive = space.complete(space.defaults), naive_time, True
-    else:
-        recorded_time = best_time
+        _submit_to_service(args.service, program, device, shape, store.records(measurer.run))
+    if session.best_config is None:
+        raise ImageCLError("no configuration could be measured successfully, the naive variant "
+                           f"included; see 'imagecl results --db {db}' for the failures")
+    if session.search_fell_back:
+        # the search's picks all failed (timed out, say), but the naive variant ran
+        print(f"note: none of the {session.evaluations} configurations the search measured ran successfully; "
+              "keeping the naive variant", file=sys.stderr)
+    best, best_time, naive_time = session.found_config, session.found_time, session.baseline_time
+    recorded, recorded_time, kept_naive = session.best_config, session.best_time, session.kept_baseline
+    confirmed = session.info
+    predicted = session.predicted
     paths = export_tuned(program, recorded, out, device, shape, measured=recorded_time,
-                         predicted=None if kept_naive else predicted, inputs=read + database_files(db))
+                         predicted=predicted, inputs=read + database_files(db))
     outcome = tuned.record(program, device, recorded, shape, recorded_time, naive_seconds=naive_time)
-    if confirmed["confirmed"]:
+    if confirmed.get("confirmed"):
         print(f"confirmed: the {confirmed['confirmed']} fastest timed again with 15 launches each, in 5 rounds "
               "that take them in turn "
               f"(the search's best: {confirmed['search_best_seconds'] * 1e3:.4f} ms)", file=sys.stderr)
-    if best == space.complete(space.defaults):
-        compared = " (the default configuration)"  # its earlier, shorter timing is no baseline for itself
-    elif naive_time:
-        compared = f" (default configuration {naive_time * 1e3:.4f} ms, {naive_time / best_time:.2f}x)"
+    if best == session.baseline_config:
+        compared = " (the naive variant)"  # its earlier, shorter timing is no baseline for itself
+    elif session.speedup:
+        compared = f" (naive variant {naive_time * 1e3:.4f} ms, {session.speedup:.2f}x)"
     else:
         compared = ""
-    print(f"best: {best_time * 1e3:.4f} ms after {result.evaluations} measurements{compared}")
+    print(f"best: {best_time * 1e3:.4f} ms after {session.evaluations} measurements{compared}")
     print(f"configuration: {json.dumps(best)}")
     print("wrote " + ", ".join(str(p) for p in paths))
     size_text = "x".join(str(s) for s in reversed(shape))
     if kept_naive:
-        print(f"note: the best configuration found is slower than the default one ({naive_time * 1e3:.4f} ms); "
-              f"wrote the default configuration for {size_text} instead", file=sys.stderr)
+        print(f"note: the best configuration found is slower than the naive variant ({naive_time * 1e3:.4f} ms); "
+              f"wrote the naive variant's configuration for {size_text} instead", file=sys.stderr)
     if not outcome.kept:
         print(f"measurements in {mask(db)}; imagecl.load('{args.file}') keeps the configuration recorded earlier "
               f"for {size_text} on this device: it ran in {outcome.previous_seconds * 1e3:.4f} ms")
@@ -863,6 +877,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _import(args)
         if args.command == "features":
             return _features(args)
+        if args.command == "serve":
+            from .service.serve import main as serve
+
+            return serve(args)
     except ImageCLError as exc:
         from .errors import CompileError
 

@@ -1,24 +1,21 @@
-"""The names of the tuning parameters the compiler creates itself (imagecl/space.py and the
-unroll factors of imagecl/passes/footprint.py), as patterns.
+"""The names of the tuning parameters the compiler creates itself, as patterns, read from the
+table of choice families (imagecl/choices.py).
 
 A program's own `tunable` may not take one of these names, or it would become a second
-parameter of the same name. `build_space` checks every parameter it mints against these
-patterns, so a new kind of parameter cannot be added without extending them.
+parameter of the same name. `build_space` mints every parameter through its family and checks
+the name against these patterns, so a new kind of parameter is reserved as soon as it exists.
 """
 from __future__ import annotations
 
 import re
 
+from .choices import GENERATED
+
 # one pattern per family, as the space names them (`<...>` stands for the image, array, axis
 # or loop the parameter belongs to)
-GENERATED_PARAMETERS = (
-    "wg_<axis>", "px_<axis>", "interleaved", "interior", "vector_x",
-    "image_<array>", "local_<array>", "constant_<array>", "unroll_<function>_l<line>",
-)
+GENERATED_PARAMETERS = tuple(f.pattern for f in GENERATED)
 
-_PATTERN = re.compile(
-    "|".join(re.escape(p.split("<")[0]) + (r"\w+" if "<" in p else "") for p in GENERATED_PARAMETERS)
-)
+_PATTERN = re.compile("|".join(f.regex for f in GENERATED))
 
 
 def generated_parameter(name: str) -> bool:

@@ -19,8 +19,11 @@ from .runtime import interop, launcher
 from .runtime.arguments import PreparedArgs, prepare
 from .runtime.built import BuiltKernel
 from .runtime.devices import select_device
+from .passes.footprint import analyse_accesses
+from .passes.specialise import assignments, specialise
 from .runtime.memory import check_device, check_host, prepared_buffers
-from .space import DeviceLimits, Space, TunableScope, analyses_per_tunables, build_space
+from .service.client import served_config
+from .space import DeviceLimits, Space, build_space
 
 _UNSET: Any = object()
 
@@ -37,6 +40,7 @@ class Program:
         # a configuration loaded with the program (an exported `tune -o` folder): it replaces the registry
         self.pinned = dict(pinned) if pinned is not None else None
         self._warned_sizes: set = set()
+        self.service: Optional[str] = None  # a tuning service's URL (imagecl.service.client), else $IMAGECL_SERVICE
         self._check_forced_local_memory()
 
     # ---- description ---------------------------------------------------------------
@@ -66,10 +70,20 @@ class Program:
         return f"<imagecl.Program '{self.name}' from {self.filename}: outputs {', '.join(self.outputs)}>"
 
     # ---- analyses and the space ---------------------------------------------------------
+    def specialised(self, tunables: Mapping[str, int]) -> ProgramInfo:
+        """The IR with the tunables at `tunables` (passes/specialise.py), made once per assignment."""
+        key = tuple(sorted((k, int(v)) for k, v in tunables.items()))
+        cache = self.__dict__.setdefault("_specialised", {})
+        if key not in cache:
+            cache[key] = specialise(self.info, dict(key))
+        return cache[key]
+
     @functools.cached_property
     def analyses(self) -> dict[tuple, AccessAnalysis]:
-        """Access analyses per assignment of the tunables (footprints may depend on them)."""
-        return analyses_per_tunables(self.info)
+        """Access analyses per assignment of the tunables (footprints may depend on them), each
+        of the IR specialised for it."""
+        return {tuple(sorted(values.items())): analyse_accesses(self.specialised(values))
+                for values in assignments(self.info)}
 
     def analysis_for(self, tunables: Mapping[str, int]) -> AccessAnalysis:
         return self.analyses[tuple(sorted((k, int(v)) for k, v in tunables.items()))]
@@ -88,7 +102,7 @@ class Program:
         key = (limits, problem_shape)
         cache = self.__dict__.setdefault("_spaces", {})
         if key not in cache:
-            cache[key] = build_space(self.info, limits, problem_shape)
+            cache[key] = build_space(self.info, limits, problem_shape, self.analyses)
         return cache[key]
 
     def _check_forced_local_memory(self) -> None:
@@ -107,12 +121,12 @@ class Program:
                         "from the grid point", pos.line, pos.column, self.info.filename, self.info.unit.source)
 
     # ---- variants ----------------------------------------------------------------------------
-    def plan(self, config: Optional[Mapping[str, Any]] = None, device: Any = None) -> VariantPlan:
-        """The variant a configuration selects (None: the naive variant)."""
-        if config is None:
+    def plan(self, config: Optional[Mapping[str, Any] | str] = None, device: Any = None) -> VariantPlan:
+        """The variant a configuration selects (None or "naive": the naive variant)."""
+        if config is None or is_naive(config):
             return VariantPlan.naive(self.info)
-        full = self.space_for(device).complete(config)
-        return VariantPlan.from_config(self.info, full)
+        space = self.space_for(device)
+        return space.plan(space.complete(config))
 
     def opencl_source(self, config: Optional[Mapping[str, Any]] = None, device: Any = None,
                       size: Optional[tuple[int, ...]] = None) -> str:
@@ -121,6 +135,8 @@ class Program:
         for `size` (width, height[, depth]; the nearest tuned size if that one never was; without
         a size, the largest tuned one), else the naive variant."""
         shape = None if size is None else tuple(int(s) for s in reversed(tuple(size)))
+        if is_naive(config):
+            return self.source_of(VariantPlan.naive(self.info), [])
         if config is None:
             config = self.pinned
         if config is None:
@@ -131,9 +147,10 @@ class Program:
                 config = self.tuned_config(cl_device, self.space_for_limits(DeviceLimits.of(cl_device), shape), size)
         if config is None:
             return self.source_of(VariantPlan.naive(self.info), [])
-        full = self.space_for(device, shape).complete(config)
+        space = self.space_for(device, shape)
+        full = space.complete(config)
         lines = ["configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(full.items()))]
-        return self.source_of(VariantPlan.from_config(self.info, full), lines)
+        return self.source_of(space.plan(full), lines)
 
     def source_of(self, plan: VariantPlan, config_lines: Optional[list[str]] = None) -> str:
         """The source of `plan`; plans that differ only in launch-only choices share it (the
@@ -142,12 +159,11 @@ class Program:
         cache = self.__dict__.setdefault("_sources", {})
         if key not in cache:
             tunables = dict(plan.tunables)
-            with TunableScope(self.info, tunables):
-                cache[key] = generate(self.info, plan, config_lines, self.analysis_for(tunables))
+            cache[key] = generate(self.specialised(tunables), plan, config_lines, self.analysis_for(tunables))
         return cache[key]
 
     # ---- running ----------------------------------------------------------------------------------
-    def __call__(self, *image: Any, device: Any = None, config: Optional[Mapping[str, Any]] = None,
+    def __call__(self, *image: Any, device: Any = None, config: Optional[Mapping[str, Any] | str] = None,
                  timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy", cast: bool = False,
                  allocator: Any = None, **arguments: Any) -> dict[str, Any]:
         """Run once and return every written array: NumPy arrays, or with returns="device"
@@ -156,14 +172,16 @@ class Program:
         pyopencl.array.Array (used on the device in place, never copied to the host); the run
         goes to `queue` (a pyopencl.CommandQueue: its context and device), else the queue of
         the first device array, else the default device (or `device`). `cast=True` converts
-        arrays of another dtype (astype) instead of refusing them. Device outputs are allocated
-        with `allocator` (a pyopencl allocator such as pyopencl.tools.MemoryPool), else with the
-        first device array's, as pyopencl.array operations do."""
+        arrays of another dtype (astype) instead of refusing them. `config`: a configuration of the
+        space; "naive" for the naive variant (the program as written, whatever is tuned); None: the
+        loaded folder's or the tuned configuration, else the naive variant. Device outputs are
+        allocated with `allocator` (a pyopencl allocator such as pyopencl.tools.MemoryPool), else
+        with the first device array's, as pyopencl.array operations do."""
         outputs, _ = self._run(self._with_positional(image, arguments), device, config, timeout, queue, returns, cast,
                                timed=False, allocator=allocator)
         return outputs
 
-    def run(self, arguments: Mapping[str, Any], device: Any = None, config: Optional[Mapping[str, Any]] = None,
+    def run(self, arguments: Mapping[str, Any], device: Any = None, config: Optional[Mapping[str, Any] | str] = None,
             timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy",
             cast: bool = False, allocator: Any = None) -> tuple[dict[str, Any], Optional[float]]:
         """Run once; returns the written arrays and the kernel's time in seconds (profiling events;
@@ -189,7 +207,7 @@ class Program:
             raise ArgumentError(f"'{inputs[0]}' is given twice: by position and by name")
         return {inputs[0]: image[0], **arguments}
 
-    def _run(self, arguments: Mapping[str, Any], device: Any, config: Optional[Mapping[str, Any]],
+    def _run(self, arguments: Mapping[str, Any], device: Any, config: Optional[Mapping[str, Any] | str],
              timeout: Optional[float], queue: Any, returns: str, cast: bool, timed: bool,
              allocator: Any = None) -> tuple[dict, Optional[float]]:
         returns = interop.check_returns(returns)
@@ -222,7 +240,7 @@ class Program:
         return overwritten_images(self.info)
 
     def _ready_for(self, target: "interop.Target", prepared: PreparedArgs,
-                   config: Optional[Mapping[str, Any]]) -> "Ready":
+                   config: Optional[Mapping[str, Any] | str]) -> "Ready":
         """The built program and launch for these arguments' shapes, dtypes and scalars on the
         target's context and device, with the device-memory checks done: kept per all of these
         and the configuration (the tuned one's record file included), so that a repeated call is a
@@ -253,12 +271,14 @@ class Program:
         return ready
 
     def _config_key(self, cl_device: Any, grid_shape: tuple[int, ...],
-                    config: Optional[Mapping[str, Any]]) -> Any:
+                    config: Optional[Mapping[str, Any] | str]) -> Any:
         """What selects the variant of a run, as a key: the given (else pinned) configuration's
         items, else the tuned record's file stamp (a new tuning changes it). None when the
         configuration is not a mapping of plain values (complete() then says what is wrong)."""
         from . import tuned
 
+        if is_naive(config):
+            return ("naive",)
         if config is None:
             config = self.pinned
         if config is None:
@@ -270,12 +290,14 @@ class Program:
             return None
         return key
 
-    def _plan_for(self, cl_device: Any, grid_shape: tuple[int, ...], config: Optional[Mapping[str, Any]],
+    def _plan_for(self, cl_device: Any, grid_shape: tuple[int, ...], config: Optional[Mapping[str, Any] | str],
                   config_key: Any = _UNSET) -> tuple[VariantPlan, Optional[dict]]:
         """The variant a run uses (the given configuration, else the pinned one, else the tuned
         one at this size, else the naive one) and its full configuration (None: naive). Cached:
         every call of prog(...) asks, and the answer changes only with the registry's file.
         `config_key`: _config_key's answer when the caller has it."""
+        if is_naive(config):
+            return VariantPlan.naive(self.info), None
         space = self.space_for_limits(DeviceLimits.of(cl_device), grid_shape)
         if config is None:
             config = self.pinned
@@ -284,11 +306,13 @@ class Program:
         if key is not None and key in cache:
             return cache[key]
         full = self.tuned_config(cl_device, space, tuple(reversed(grid_shape))) if config is None else config
+        if full is None and config is None:  # no local tuning: a tuning service's, if one is named
+            full = served_config(self, cl_device, space, tuple(reversed(grid_shape)))
         if full is None:
             result: tuple[VariantPlan, Optional[dict]] = (VariantPlan.naive(self.info), None)
         else:
             full = space.complete(full)
-            result = (VariantPlan.from_config(self.info, full), full)
+            result = (space.plan(full), full)
         if key is not None:
             if len(cache) > 256:
                 cache.clear()
@@ -351,9 +375,11 @@ class Program:
         return config
 
     def _launch_plan(self, plan: VariantPlan) -> VariantPlan:
-        """A variant with local-memory tiles launches with a work-group size (16x16 unless set)."""
+        """The plan as launched: one with local-memory tiles must name its work-group size."""
         if local_images(self.info, plan) and plan.wg is None:
-            return VariantPlan(**{**plan.__dict__, "wg": (16, 16) if self.info.grid_dims == 2 else (8, 8, 4)})
+            # the space's constraints and VariantPlan.naive never make such a plan
+            raise ConfigError(f"'{self.name}': a variant with local-memory tiles needs a work-group size, "
+                              "not the driver's choice")
         return plan
 
     def launch_for(self, plan: VariantPlan, prepared: PreparedArgs) -> "launcher.Launch":
@@ -419,20 +445,40 @@ def _caller_level() -> int:
     return level
 
 
+NAIVE = "naive"
+
+
+def is_naive(config: Any) -> bool:
+    """Does `config` ask for the naive variant (the string "naive")? Any other string is an error."""
+    if isinstance(config, str):
+        if config != NAIVE:
+            raise ConfigError(f"a configuration is a dict of parameter values or \"{NAIVE}\", not {config!r}")
+        return True
+    return False
+
+
 def compile(source: str, filename: str = "<string>") -> Program:  # noqa: A001 - the API's name
     """Check an ImageCL program given as text; raises CompileError if it is not valid."""
     unit = parse(source, filename)
     return Program(analyse(unit))
 
 
-def load(path: str | Path) -> Program:
+def load(path: str | Path, service: Optional[str] = None) -> Program:
     """Read and check a `.icl` file; or, given a folder written by `imagecl tune -o DIR`, the
-    program it was tuned from, which then runs that folder's configuration by default."""
+    program it was tuned from, which then runs that folder's configuration by default.
+    `service`: a tuning service's URL (`imagecl serve`; default $IMAGECL_SERVICE) that a program
+    with no local tuning asks for its configuration (docs/service.md)."""
     p = Path(path)
     if p.is_dir():
         from .tuned_folder import load_folder
 
         return load_folder(p)
+    program = _load_file(p, path)
+    program.service = service
+    return program
+
+
+def _load_file(p: Path, path: str | Path) -> Program:
     try:
         data = p.read_bytes()
     except FileNotFoundError:

@@ -8,21 +8,26 @@ millions are enumerated or sampled in well under a second.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
 from .errors import ConfigError, suggestion_suffix
+from . import choices as ch
+from .choices import Family
 from .parameters import generated_parameter
 from .ir import types as ty
 from .passes.footprint import (DYNAMIC_UNROLL_FACTORS, AccessAnalysis, analyse_accesses, array_bytes,
                                image_compatible_array, small_read_only_array, tile_bytes as footprint_tile_bytes)
 from .passes.semantic import ProgramInfo
+from .passes.specialise import assignments, specialise
 from .codegen import interior
+
+if TYPE_CHECKING:
+    from .codegen.variant import VariantPlan
 
 AXES = "xyz"
 MAX_CONSTANT_ARRAY_BYTES = 64 * 1024
@@ -86,7 +91,14 @@ class Parameter:
     kind: str  # work_group, coarsening, layout, image_mem, local_mem, constant_mem, unroll, tunable
     description: str
     launch_only: bool = False  # changes only the launch, not the OpenCL source
-    target: Optional[str] = None  # the image, array or loop it applies to
+    target: Optional[str] = None  # the image, array, axis or loop it applies to
+    family: Optional[Family] = None  # how Space.plan decodes it (imagecl/choices.py); None: a user kernel's
+
+    @staticmethod
+    def of(family: Family, target: Optional[str], values: list[int], description: str) -> "Parameter":
+        """A parameter of one of the compiler's families, named by it."""
+        return Parameter(family.name(target), list(values), family.kind, description,
+                         launch_only=family.launch_only, target=target, family=family)
 
     def to_json(self) -> dict:
         return {"name": self.name, "values": self.values, "kind": self.kind, "description": self.description,
@@ -106,6 +118,10 @@ class Space:
     constraints: list[Constraint]
     limits: DeviceLimits
     defaults: dict[str, int] = field(default_factory=dict)
+    # the work-group size a configuration with a local-memory tile gets when it names none (the
+    # default is the driver's choice, which a tile cannot have)
+    tile_defaults: dict[str, int] = field(default_factory=dict)
+    tiles: tuple[str, ...] = ()  # the parameters that turn a local-memory tile of an image on
 
     # ---- description -----------------------------------------------------------------------
     @property
@@ -154,14 +170,37 @@ class Space:
 
     def source_key(self, config: Mapping[str, int]) -> dict[str, int]:
         """The part of a configuration that decides its OpenCL source: all but the launch-only
-        parameters, except that variants with a local-memory tile compile their work-group size
+        parameters, except that variants with local memory compile their work-group size
         in (reqd_work_group_size; codegen's VariantPlan.compiled_wg)."""
-        uses_local = any(v for k, v in config.items() if k.startswith("local_"))
+        uses_local = any(config.get(p.name) for p in self.parameters if p.family is ch.LOCAL_MEM)
         return {k: v for k, v in config.items() if uses_local or k not in self.launch_only}
+
+    def plan(self, config: Mapping[str, int]) -> "VariantPlan":
+        """The variant a configuration of this space selects, decoded through each parameter's
+        family (imagecl/choices.py); a parameter the configuration leaves out takes its default."""
+        from .codegen.variant import VariantPlan
+
+        value = {p.name: int(config.get(p.name, self.defaults.get(p.name, p.values[0]))) for p in self.parameters}
+        by = {f: [p for p in self.parameters if p.family is f] for f in ch.FAMILIES}
+        wg = tuple(value[p.name] for p in by[ch.WORK_GROUP])
+        return VariantPlan(
+            px=tuple(value[p.name] for p in by[ch.COARSENING]),
+            interleaved=any(value[p.name] for p in by[ch.LAYOUT]),
+            image_mem=frozenset(p.target for p in by[ch.IMAGE_MEM] if value[p.name]),
+            local_mem=frozenset(p.target for p in by[ch.LOCAL_MEM] if value[p.name]),
+            constant_mem=frozenset(p.target for p in by[ch.CONSTANT_MEM] if value[p.name]),
+            unroll=tuple(sorted((p.target, value[p.name]) for p in by[ch.UNROLL] if value[p.name] > 1)),
+            tunables=tuple(sorted((p.target, value[p.name]) for p in by[ch.TUNABLE])),
+            wg=None if all(w == ch.DRIVERS_CHOICE for w in wg) else wg,
+            interior=any(value[p.name] for p in by[ch.INTERIOR]),
+            vector_x=any(value[p.name] for p in by[ch.VECTOR_X]),
+        )
 
     # ---- checking one configuration --------------------------------------------------------------
     def complete(self, config: Optional[Mapping[str, Any]]) -> dict[str, int]:
-        """A full, valid configuration from a partial one (missing parameters take their defaults)."""
+        """A full, valid configuration from a partial one. Missing parameters take their defaults,
+        except the work-group size: where some axes are given, the others are 1; where none is
+        and a local-memory tile is on, `tile_defaults` (the driver cannot choose it for a tile)."""
         if config is None:
             config = {}
         if not isinstance(config, Mapping):
@@ -177,6 +216,13 @@ class Space:
             if int(value) not in param.values:
                 raise ConfigError(f"tuning parameter '{key}' must be one of {param.values}, got {value}")
             full[param.name] = int(value)
+        wg = [p.name for p in self.parameters if p.family is ch.WORK_GROUP]
+        named = [str(k) for k in config if str(k) in wg]
+        if any(full[k] != ch.DRIVERS_CHOICE for k in named):
+            # a work-group size given in some axes: the others are 1, not the driver's choice
+            full.update({k: 1 for k in wg if k not in named and full[k] == ch.DRIVERS_CHOICE})
+        elif any(full[t] for t in self.tiles) and not named:
+            full.update(self.tile_defaults)
         columns = {k: np.array([v]) for k, v in full.items()}
         for c in self.constraints:
             if not bool(c.check(columns)[0]):
@@ -249,6 +295,17 @@ class Space:
 # ---- building a program's space ------------------------------------------------------------------
 
 
+def tile_work_group(dims: int, limits: Optional[DeviceLimits] = None) -> tuple[int, ...]:
+    """The work-group size of a variant that must have local-memory tiles (a `local_mem`
+    pragma) when nothing else chose one: its naive variant, and the space's default."""
+    wg = [16, 16] if dims == 2 else [8, 8, 4][:dims] if dims == 3 else [64]
+    if limits is not None:
+        wg = [min(w, m) for w, m in zip(wg, limits.max_work_item_sizes)]
+        while np.prod(wg) > limits.max_work_group_size:
+            wg[wg.index(max(wg))] //= 2
+    return tuple(wg)
+
+
 def _pow2(limit: int) -> list[int]:
     return [v for v in (1, 2, 4, 8, 16, 32, 64, 128) if v <= limit]
 
@@ -260,36 +317,11 @@ def _divisor_factors(trip: int, max_partial: int = 16, max_full: int = 64) -> li
     return factors
 
 
-def tunable_assignments(info: ProgramInfo) -> list[dict[str, int]]:
-    names = list(info.tunables)
-    return [dict(zip(names, combo)) for combo in itertools.product(*(info.tunables[n] for n in names))]
-
-
-class TunableScope:
-    """Sets the tunables' compile-time values while one variant is analysed or generated."""
-
-    def __init__(self, info: ProgramInfo, values: Mapping[str, int]) -> None:
-        self.info = info
-        self.values = values
-        self.saved: dict[str, Optional[int]] = {}
-
-    def __enter__(self) -> "TunableScope":
-        for name, sym in self.info.tunable_symbols.items():
-            self.saved[name] = sym.value
-            sym.value = int(self.values.get(name, self.info.tunables[name][0]))
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for name, value in self.saved.items():
-            self.info.tunable_symbols[name].value = value
-
-
 def analyses_per_tunables(info: ProgramInfo) -> dict[tuple, AccessAnalysis]:
-    out = {}
-    for assignment in tunable_assignments(info):
-        with TunableScope(info, assignment):
-            out[tuple(sorted(assignment.items()))] = analyse_accesses(info)
-    return out
+    """The access analysis of each assignment of the tunables (footprints may depend on them),
+    keyed by the sorted assignment; each runs on the IR specialised for it."""
+    return {tuple(sorted(values.items())): analyse_accesses(specialise(info, values))
+            for values in assignments(info)}
 
 
 def local_candidates(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> list[str]:
@@ -306,10 +338,13 @@ def local_candidates(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> l
     return out
 
 
-def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None) -> Space:
-    """The tuning space of `info` on a device with `limits` (and, if known, for a problem size)."""
+def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None,
+                analyses: Optional[Mapping[tuple, AccessAnalysis]] = None) -> Space:
+    """The tuning space of `info` on a device with `limits` (and, if known, for a problem size);
+    `analyses`: those of analyses_per_tunables(info), when the caller has them already."""
     dims = info.grid_dims
-    analyses = analyses_per_tunables(info)
+    if analyses is None:
+        analyses = analyses_per_tunables(info)
     any_analysis = next(iter(analyses.values()))
     params: list[Parameter] = []
     constraints: list[Constraint] = []
@@ -318,15 +353,16 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
     top = 32 if dims == 3 else 128
 
     for i, a in enumerate(axes):
-        params.append(Parameter(f"wg_{a}", _pow2(min(top, limits.max_work_item_sizes[i])), "work_group",
-                                f"work-group size in {a} (compiled in when a local-memory tile is used)",
-                                launch_only=True))
-        defaults[f"wg_{a}"] = 1
+        params.append(Parameter.of(ch.WORK_GROUP, a,
+                                   [ch.DRIVERS_CHOICE] + _pow2(min(top, limits.max_work_item_sizes[i])),
+                                   f"work-group size in {a}, 0: the driver chooses (compiled in when a "
+                                   "local-memory tile is used)"))
+        defaults[f"wg_{a}"] = ch.DRIVERS_CHOICE
     for a in axes:
-        params.append(Parameter(f"px_{a}", _pow2(top), "coarsening", f"grid points per work-item in {a}"))
+        params.append(Parameter.of(ch.COARSENING, a, _pow2(top), f"grid points per work-item in {a}"))
         defaults[f"px_{a}"] = 1
-    params.append(Parameter("interleaved", [0, 1], "layout",
-                            "0: a work-item's points are contiguous (blocked); 1: strided by the global size"))
+    params.append(Parameter.of(ch.LAYOUT, None, [0, 1],
+                               "0: a work-item's points are contiguous (blocked); 1: strided by the global size"))
     defaults["interleaved"] = 0
 
     image_params, local_params, constant_params = [], [], []
@@ -335,15 +371,13 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
             values = [1] if name in info.placement["image_mem"] else [0, 1]
             if not limits.image_support:
                 values = [0]
-            params.append(Parameter(f"image_{name}", values, "image_mem", f"read '{name}' through image memory",
-                                    target=name))
+            params.append(Parameter.of(ch.IMAGE_MEM, name, values, f"read '{name}' through image memory"))
             defaults[f"image_{name}"] = values[0]
             image_params.append(f"image_{name}")
     _array_image_parameters(info, limits, params, defaults)
     for name in local_candidates(info, analyses.values()):
         values = [1] if name in info.placement["local_mem"] else [0, 1]
-        params.append(Parameter(f"local_{name}", values, "local_mem",
-                                f"stage '{name}' in local memory (tile with halo)", target=name))
+        params.append(Parameter.of(ch.LOCAL_MEM, name, values, f"stage '{name}' in local memory (tile with halo)"))
         defaults[f"local_{name}"] = values[0]
         local_params.append(name)
     local_arrays = _array_local_parameters(info, params, defaults)
@@ -356,8 +390,7 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
             candidate = False
         if candidate or name in info.placement["constant_mem"]:
             values = [1] if name in info.placement["constant_mem"] else [0, 1]
-            params.append(Parameter(f"constant_{name}", values, "constant_mem",
-                                    f"place '{name}' in constant memory", target=name))
+            params.append(Parameter.of(ch.CONSTANT_MEM, name, values, f"place '{name}' in constant memory"))
             defaults[f"constant_{name}"] = values[0]
             constant_params.append((name, size))
 
@@ -367,9 +400,9 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
         factors = _divisor_factors(loop.trip_count)
         if len(factors) < 2:
             continue
-        params.append(Parameter(loop.parameter, factors, "unroll",
-                                f"unroll factor of the loop over '{loop.var.name}' at line {loop.node.pos.line} "
-                                f"({loop.trip_count} iterations) in '{loop.function}'", target=loop.parameter))
+        params.append(Parameter.of(ch.UNROLL, loop.parameter, factors,
+                                   f"unroll factor of the loop over '{loop.var.name}' at line {loop.node.pos.line} "
+                                   f"({loop.trip_count} iterations) in '{loop.function}'"))
         defaults[loop.parameter] = 1
 
     _dynamic_unroll_parameters(any_analysis, params, defaults)
@@ -378,12 +411,14 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
     constraints.extend(fast_constraints)
     defaults.update({p.name: 0 for p in fast_params})
 
-    minted = [p.name for p in params if not generated_parameter(p.name)]
+    minted = [p.name for p in params if p.family is None or not generated_parameter(p.name)]
     if minted:  # the checker rejects tunables named like these (imagecl/parameters.py)
         raise AssertionError(f"tuning parameters {minted} are outside imagecl.parameters.GENERATED_PARAMETERS")
     for name, values in info.tunables.items():
-        params.append(Parameter(name, list(values), "tunable", "application-specific (#pragma imcl tunable)"))
+        params.append(Parameter.of(ch.TUNABLE, name, list(values), "application-specific (#pragma imcl tunable)"))
         defaults[name] = values[0]
+    if any(n in info.placement["local_mem"] for n in local_params):  # a tile needs a known work-group size
+        defaults.update({f"wg_{a}": w for a, w in zip(axes, tile_work_group(dims, limits))})
 
     # ---- static constraints from the device ----------------------------------------------------------
     tiles = tuple(f"local_{name}" for name in local_params)
@@ -401,6 +436,16 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
     constraints.append(Constraint(
         f"the work-group size {' * '.join(wg)} is at most {max_wg} (device maximum)", tuple(wg),
         lambda c, wg=wg, m=max_wg: np.prod([c[w] for w in wg], axis=0) <= m))
+    if len(wg) > 1:
+        constraints.append(Constraint(
+            "the driver chooses the work-group size in every axis or in none (0 in all of "
+            f"{', '.join(wg)} or in none)", tuple(wg),
+            lambda c, wg=wg: np.all([c[w] == 0 for w in wg], axis=0) | np.all([c[w] != 0 for w in wg], axis=0)))
+    if tiles:
+        constraints.append(Constraint(
+            "a local-memory tile needs a work-group size known when the kernel is built (not the driver's choice)",
+            (wg[0],) + tiles,
+            lambda c, w=wg[0], ls=tiles: (c[w] != 0) | (sum((c[p] for p in ls), np.zeros_like(c[w])) == 0)))
     px = [f"px_{a}" for a in axes]
     constraints.append(Constraint(
         "interleaved layout only with more than one point per work-item (otherwise it duplicates blocked)",
@@ -427,7 +472,8 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                 f"images of {'x'.join(map(str, shape_xyz))} pixels exceed the device's image size "
                 f"{'x'.join(map(str, bound))}", tuple(image_params),
                 lambda c, ps=image_params: sum((c[p] for p in ps), np.zeros_like(c[ps[0]])) == 0))
-    return Space(params, constraints, limits, defaults)
+    return Space(params, constraints, limits, defaults,
+                 tile_defaults={f"wg_{a}": w for a, w in zip(axes, tile_work_group(dims, limits))}, tiles=tiles)
 
 
 def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> tuple[list[Parameter], list[Constraint]]:
@@ -437,12 +483,12 @@ def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) 
     analyses = list(analyses)
     if not info.grid or not any(interior.inside_images(info, a) for a in analyses):
         return [], []
-    params = [Parameter("interior", [0, 1], "fast_path",
-                        "work-groups whose footprint lies inside the images skip boundary handling")]
+    params = [Parameter.of(ch.INTERIOR, None, [0, 1],
+                           "work-groups whose footprint lies inside the images skip boundary handling")]
     constraints: list[Constraint] = []
     if interior.vector_candidates(info, analyses):
-        params.append(Parameter("vector_x", [0, 1], "fast_path",
-                                "in the interior fast path, move runs of px_x points along x as vectors"))
+        params.append(Parameter.of(ch.VECTOR_X, None, [0, 1],
+                                   "in the interior fast path, move runs of px_x points along x as vectors"))
         widths = list(interior.VECTOR_WIDTHS)
         constraints.append(Constraint(
             f"vector_x only with the interior fast path, blocked layout and px_x in {widths}",
@@ -500,8 +546,7 @@ def _array_image_parameters(info: ProgramInfo, limits: DeviceLimits, params: lis
         bound = limits.image2d_max[: len(extent)]  # a 1-D image is as wide as a 2-D one may be
         fits = limits.image_support and all(e <= b for e, b in zip(extent, bound))
         values = ([1] if name in info.placement["image_mem"] else [0, 1]) if fits else [0]
-        params.append(Parameter(f"image_{name}", values, "image_mem",
-                                f"read '{name}' through a {len(extent)}-D image", target=name))
+        params.append(Parameter.of(ch.IMAGE_MEM, name, values, f"read '{name}' through a {len(extent)}-D image"))
         defaults[f"image_{name}"] = values[0]
 
 
@@ -512,8 +557,7 @@ def _array_local_parameters(info: ProgramInfo, params: list, defaults: dict) -> 
         if not small_read_only_array(array) and not (name in info.placement["local_mem"] and array.kind == "array"):
             continue
         values = [1] if name in info.placement["local_mem"] else [0, 1]
-        params.append(Parameter(f"local_{name}", values, "local_mem",
-                                f"copy '{name}' into local memory once per work-group", target=name))
+        params.append(Parameter.of(ch.LOCAL_MEM, name, values, f"copy '{name}' into local memory once per work-group"))
         defaults[f"local_{name}"] = values[0]
         out.append((name, array_bytes(array)))
     return out
@@ -536,10 +580,9 @@ def _exclusive_placements(params: list) -> list[Constraint]:
 
 def _dynamic_unroll_parameters(analysis: AccessAnalysis, params: list, defaults: dict) -> None:
     for loop in analysis.dynamic_loops:
-        params.append(Parameter(loop.parameter, list(DYNAMIC_UNROLL_FACTORS), "unroll",
+        params.append(Parameter.of(ch.UNROLL, loop.parameter, list(DYNAMIC_UNROLL_FACTORS),
                                 f"partial unroll factor of the {loop.keyword} loop at line {loop.node.pos.line} "
-                                f"in '{loop.function}' (data-dependent trip count; exit test between copies)",
-                                target=loop.parameter))
+                                   f"in '{loop.function}' (data-dependent trip count; exit test between copies)"))
         defaults[loop.parameter] = 1
 
 

@@ -3,6 +3,9 @@ the compiler leaves the generated code unchanged (compare two runs' JSON with `-
 
     python scripts/variant_hashes.py -o before.json            # on the old code
     python scripts/variant_hashes.py --compare before.json     # on the new code: lists every change
+    python scripts/variant_hashes.py --at before.json --compare before.json
+        # the configurations `before.json` hashed, on the new code: for a change that alters the
+        # space (a new value), where the same seed would sample other configurations
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
+from typing import Optional
 
 import imagecl
 from imagecl.codegen.variant import VariantPlan
@@ -26,17 +30,22 @@ LIMITS = {
 }
 
 
-def hashes(samples: int, seed: int) -> dict[str, str]:
+def hashes(samples: int, seed: int, at: Optional[dict] = None) -> dict[str, str]:
     out: dict[str, str] = {}
     for path in sorted(EXAMPLES.glob("*.icl")):
         prog = imagecl.load(path)
         out[f"{path.stem}/naive"] = _naive(prog)
         for kind, limits in LIMITS.items():
             space = prog.space_for_limits(limits)
-            for i, config in enumerate(space.random(samples, seed=seed)):
+            if at is None:
+                configs = space.random(samples, seed=seed)
+            else:
+                prefix = f"{path.stem}/{kind}/"
+                configs = [json.loads(k[len(prefix):]) for k in at if k.startswith(prefix)]
+            for config in configs:
                 full = space.complete(config)
                 lines = ["configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(full.items()))]
-                source = prog.source_of(VariantPlan.from_config(prog.info, full), lines)
+                source = prog.source_of(space.plan(full), lines)
                 key = f"{path.stem}/{kind}/{json.dumps(full, sort_keys=True)}"
                 out[key] = hashlib.sha256(source.encode()).hexdigest()
     return out
@@ -52,8 +61,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("-o", "--output", help="write the hashes here (JSON)")
     ap.add_argument("--compare", metavar="FILE", help="compare with an earlier run's JSON")
+    ap.add_argument("--at", metavar="FILE", help="hash the configurations an earlier run's JSON holds, not a sample")
     args = ap.parse_args()
-    found = hashes(args.samples, args.seed)
+    found = hashes(args.samples, args.seed, json.loads(Path(args.at).read_text()) if args.at else None)
     if args.output:
         Path(args.output).write_text(json.dumps(found, indent=0, sort_keys=True))
     print(f"{len(found)} sources hashed")

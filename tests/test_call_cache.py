@@ -256,3 +256,17 @@ def test_numpy_calls_reuse_pooled_memory_without_stale_values(device):
         a, b = (rng.uniform(-1, 1, (13, 11)).astype(np.float32) for _ in range(2))
         np.testing.assert_array_equal(full(a, device=device)["output"], a * 3)
         np.testing.assert_array_equal(partial(b, device=device)["output"], np.where(b > 0, b, 0))
+
+
+def test_naive_is_kept_and_stays_naive_after_a_tuning(built_sources, device, tmp_path, monkeypatch):
+    monkeypatch.setenv("IMAGECL_TUNED", str(tmp_path / "registry"))
+    sobel = imagecl.load(EXAMPLES / "sobel.icl")
+    img = np.random.default_rng(9).uniform(-1, 1, (20, 24)).astype(np.float32)
+    naive_source = sobel.source_of(sobel.plan("naive"))
+    sobel(img, device=device, config="naive")
+    config = sobel.space_for(device, img.shape).complete({"px_x": 2, "image_input": 1})
+    tuned.record(sobel, device, config, img.shape, seconds=1e-6, naive_seconds=1e-5)
+    np.testing.assert_allclose(sobel(img, device=device, config="naive")["dx"], sobel_dx(img), atol=1e-5)
+    assert built_sources == [naive_source]
+    with pytest.raises(imagecl.ConfigError, match="naive"):
+        sobel(img, device=device, config="fast")

@@ -1,4 +1,4 @@
-"""benchmarks/figures.py draws the evaluation figures from the committed raw results."""
+"""benchmarks/figures.py (imagecl.bench.figures) draws the evaluation figures from the committed raw results."""
 from __future__ import annotations
 
 import json
@@ -26,11 +26,8 @@ def test_figures_from_the_committed_results(tmp_path):
 
 
 def test_cross_device_ratios_are_relative_to_each_devices_own_best():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from figures import cross_ratios
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    from imagecl.bench.figures import cross_ratios
+
     rows = json.loads((ROOT / "benchmarks" / "results" / "cross_device.json").read_text())["rows"]
     ratios = cross_ratios(rows)
     assert ratios[("nvidia", "gpu_best", "sobel")] == 1.0 and ratios[("cpu", "cpu_best", "sobel")] == 1.0

@@ -19,7 +19,6 @@ from imagecl.tuner.kernel import KernelError, KernelTuneResult, Output, TunableK
 from imagecl.tuner.store import Record, RunKey, Store
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = ROOT / "templates" / "kernel.cl.j2"
 
 DOUBLE = """
 #pragma imcl grid(input, output)
@@ -67,17 +66,66 @@ def test_comment_escaper_keeps_plain_text_and_shows_what_it_replaced():
     assert escape.comment("x\u2028") == "x\\u2028"
 
 
-def test_every_value_a_template_writes_into_a_comment_is_escaped():
-    """By construction: a new field put into a comment of the template without `| comment` fails here."""
-    checked = 0
-    for line in TEMPLATE.read_text().splitlines():
-        start = line.find("//")
-        if start < 0:
+def _placed_expressions(template: str) -> list[tuple[str, str]]:
+    """(place, expression) for every `{{ ... }}` of a template of C or OpenCL: the place is
+    "comment" inside a comment (`//` to the end of the line, `/*` to `*/` across lines), "string"
+    inside a string literal, else "code"."""
+    text = re.sub(r"\{#.*?#\}", "", template, flags=re.S)
+    found, state, i = [], "code", 0
+    while i < len(text):
+        if text.startswith("{{", i):
+            end = text.index("}}", i)
+            found.append(("comment" if state in ("line", "block") else state, text[i + 2:end].strip()))
+            i = end + 2
             continue
-        for expression in re.findall(r"\{\{(.*?)\}\}", line[start:]):
-            assert expression.strip().endswith("| comment"), f"unescaped in a comment: {line}"
-            checked += 1
-    assert checked >= 8
+        if text.startswith("{%", i):
+            i = text.index("%}", i) + 2
+            continue
+        pair = text[i:i + 2]
+        if state == "code" and pair in ("//", "/*"):
+            state, i = ("line" if pair == "//" else "block"), i + 2
+            continue
+        if state == "block" and pair == "*/":
+            state, i = "code", i + 2
+            continue
+        if state == "code" and text[i] == '"':
+            state = "string"
+        elif state == "line" and text[i] == "\n":
+            state = "code"
+        elif state == "string" and text[i] == "\\":
+            i += 1
+        elif state == "string" and text[i] == '"':
+            state = "code"
+        i += 1
+    return found
+
+
+# the least number of comment and string-literal fields each template has: a template added to
+# templates/ without an entry here fails, so that its fields are checked too
+TEMPLATE_FIELDS = {"kernel.cl.j2": (8, 0), "kernel_body.cl.j2": (4, 0), "host_wrapper.h.j2": (4, 0),
+                   "host_wrapper.c.j2": (3, 2), "host_wrapper_run.j2": (0, 0)}
+
+
+def test_the_template_scanner_finds_comments_and_strings():
+    placed = _placed_expressions('a {{ x }} /* {{ y }}\n {{ z }} */ "{{ s }}\\\\" {{ w }} // {{ v }}\n{{ u }}')
+    assert placed == [("code", "x"), ("comment", "y"), ("comment", "z"), ("string", "s"), ("code", "w"),
+                      ("comment", "v"), ("code", "u")]
+
+
+@pytest.mark.parametrize("template", sorted(p.name for p in (ROOT / "templates").glob("*.j2")))
+def test_every_value_a_template_writes_into_a_comment_or_string_is_escaped(template):
+    """By construction: a new field put into a comment of a template without `| comment`, or into
+    a C string literal without `| c_identifier` (a name checked to need no escape), fails here."""
+    assert template in TEMPLATE_FIELDS, f"templates/{template} is new: add it to TEMPLATE_FIELDS"
+    placed = _placed_expressions((ROOT / "templates" / template).read_text())
+    for place, expression in placed:
+        if place == "comment":
+            assert expression.endswith("| comment"), f"unescaped in a comment of {template}: {expression}"
+        if place == "string":
+            assert expression.endswith("| c_identifier"), f"unchecked in a string of {template}: {expression}"
+    least_comments, least_strings = TEMPLATE_FIELDS[template]
+    assert sum(place == "comment" for place, _ in placed) >= least_comments
+    assert sum(place == "string" for place, _ in placed) >= least_strings
 
 
 @pytest.mark.parametrize("filename", HOSTILE)

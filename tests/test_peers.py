@@ -1,23 +1,17 @@
-"""The peer-comparison harness (benchmarks/peers.py): it runs end to end at tiny sizes on the
+"""The peer-comparison harness (imagecl/bench/peers.py, run by benchmarks/peers.py): it runs end to end at tiny sizes on the
 OpenCL device here, our outputs agree with SciPy's and OpenCV's (independent references), and a
 peer whose output is wrong is rejected instead of timed."""
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
 pytest.importorskip("scipy")
-import peer_impls  # noqa: E402
-import peers  # noqa: E402
-import peers_report  # noqa: E402
-from peer_workloads import all_workloads  # noqa: E402
+from imagecl.bench import peer_impls, peers, peers_report  # noqa: E402
+from imagecl.bench.peer_workloads import all_workloads  # noqa: E402
 
 
 class WrongPeer(peer_impls.Peer):

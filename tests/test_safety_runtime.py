@@ -134,7 +134,7 @@ def test_tune_keeps_the_default_when_every_pick_of_the_search_times_out(tmp_path
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "none of the 2 configurations the search measured ran successfully" in captured.err
-    assert '"T": 0' in captured.out and "measurements (the default configuration)" in captured.out
+    assert '"T": 0' in captured.out and "measurements (the naive variant)" in captured.out
     with Store(out / "measurements.db") as store:
         statuses = sorted((r.config["T"], r.status) for r in store.records())
     assert statuses == [(0, "ok"), (1, "timeout"), (1, "timeout")]

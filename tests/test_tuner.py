@@ -685,13 +685,8 @@ def test_simulate_user_errors_are_simulation_errors(tmp_path, argv, message):
 
 
 def _benchmark_module(name: str):
-    """A script of benchmarks/ as a module."""
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    """A harness of the benchmarks (imagecl/bench/), as the scripts in benchmarks/ run it."""
+    return importlib.import_module(f"imagecl.bench.{name}")
 
 
 def _recorded_cache(path: Path):
@@ -704,7 +699,7 @@ def _recorded_cache(path: Path):
 
 
 def test_kernel_tuner_strategies_replay_our_cache_files(tmp_path):
-    """benchmarks/kt_replay.py: Kernel Tuner's strategies on our exports, counted like ours."""
+    """imagecl/bench/kt_replay.py: Kernel Tuner's strategies on our exports, counted like ours."""
     pytest.importorskip("kernel_tuner")
     kt_replay = _benchmark_module("kt_replay")
     replay, path = _recorded_cache(tmp_path / "cache.kt.json.gz")  # recorded spaces are kept gzipped
@@ -745,7 +740,7 @@ def test_prior_from_store_takes_other_sizes_of_the_same_program_and_device(tmp_p
 
 
 def test_evaluate_tuners_runs_and_updates_one_strategy(tmp_path, capsys):
-    """benchmarks/evaluate_tuners.py on a small recorded space; `--update` replaces only the
+    """imagecl/bench/evaluate_tuners.py (benchmarks/evaluate_tuners.py) on a small recorded space; `--update` replaces only the
     strategies run again and keeps the rest of the earlier report."""
     evaluate = _benchmark_module("evaluate_tuners")
     _, cache = _recorded_cache(tmp_path / "space.kt.json")
@@ -769,7 +764,7 @@ def test_evaluate_tuners_runs_and_updates_one_strategy(tmp_path, capsys):
 
 
 def test_ground_truth_pass_goes_on_where_an_earlier_one_stopped(tmp_path):
-    """benchmarks/ground_truth.py on PoCL: a second pass with the same --out measures only what the
+    """imagecl/bench/ground_truth.py (benchmarks/ground_truth.py) on PoCL: a second pass with the same --out measures only what the
     first left out (--chunk passes resume), and the report and export cover both."""
     ground = _benchmark_module("ground_truth")
     common = ["--device", "cpu", "--variant", "cpu-large", "--benchmark", "sobel", "--warm-up", "0",

@@ -6,6 +6,9 @@ log2 spreads 1, 2, 4, ..., 128 evenly instead of crowding the small values into 
 the input range. Everything is then scaled to [0, 1] so that sigmoid-like units start in their
 sensitive range regardless of the parameter's magnitude.
 
+A work-group size also holds 0, the driver's choice: it is encoded one step (a halving) below
+the smallest size, so that the sizes keep their log scale.
+
 Extra inputs (problem size, section 5.4 of Falch & Elster) are treated the same way, with their
 range taken from the data the model is trained on.
 """
@@ -20,7 +23,7 @@ from .problem import Parameter
 
 
 def _is_power_of_two_scale(values: Sequence[float]) -> bool:
-    vals = [float(v) for v in values]
+    vals = [float(v) for v in values if v != 0]  # 0: the driver's choice of a work-group size
     if len(set(vals)) < 3 or min(vals) <= 0:  # booleans and pairs gain nothing from the log
         return False
     return all(float(v).is_integer() and (int(v) & (int(v) - 1)) == 0 for v in vals)
@@ -31,11 +34,12 @@ class _Column:
     log: bool
     low: float
     high: float
+    zero: float = 0.0  # where 0 goes on the log scale
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         if self.log:
-            x = np.log2(np.maximum(x, 1e-12))
+            x = np.where(x == 0, self.zero, np.log2(np.maximum(x, 1e-12)))
         span = self.high - self.low
         if span <= 0:
             return np.zeros_like(x)
@@ -45,10 +49,14 @@ class _Column:
 def _column(values: Sequence[float], log: Optional[bool] = None) -> _Column:
     vals = np.asarray(values, dtype=np.float64)
     use_log = _is_power_of_two_scale(vals.tolist()) if log is None else log
-    if use_log and vals.size and vals.min() <= 0:
+    if log is not None and use_log and vals.size and vals.min() <= 0:
         use_log = False
-    t = np.log2(vals) if use_log else vals
-    return _Column(use_log, float(t.min()) if t.size else 0.0, float(t.max()) if t.size else 0.0)
+    if not use_log:
+        return _Column(False, float(vals.min()) if vals.size else 0.0, float(vals.max()) if vals.size else 0.0)
+    positive = np.log2(vals[vals > 0])
+    zero = float(positive.min()) - 1.0
+    t = np.where(vals == 0, zero, np.log2(np.maximum(vals, 1e-12)))
+    return _Column(True, float(t.min()), float(t.max()), zero)
 
 
 class Encoder:

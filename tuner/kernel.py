@@ -12,7 +12,7 @@
 
 Parameters reach the kernel as `-D NAME=value` build options. Measuring goes through the same
 engine as `.icl` programs (engine.py: build cache and parallel builds, a worker process with a
-watchdog, classified failures, the resumable SQLite store) and every strategy of strategies.py,
+watchdog, classified failures, the resumable SQLite store) and every strategy of strategies/,
 the ML tuner included, searches the space through live.LiveProblem.
 """
 from __future__ import annotations
@@ -532,8 +532,7 @@ class TunableKernel:
         used instead of the store's."""
         from ..runtime.isolated import check_timeout
         from .engine import MeasureOptions, Measurer
-        from .live import LiveProblem, confirm_best, size_context, store_options
-        from .simulate import SimulationError, check_options, resolve_strategy
+        from .session import SessionOptions, check_strategy, resolve, run_session
         from .address import AddressError, store_location
         from .store import Store
 
@@ -542,25 +541,19 @@ class TunableKernel:
         if self._reference is None and verify:
             raise ArgumentError("no reference to verify the variants against: call set_reference(...) or "
                                 "set_reference_kernel(...), or pass verify=False to time unverified variants")
-        try:
-            name, fn = resolve_strategy(strategy)
-            check_options(name, fn, dict(strategy_options or {}))
-        except SimulationError as exc:
-            raise ArgumentError(str(exc)) from None
+        # a kernel's first values are no variant the user asked to compare with: no baseline
+        options = SessionOptions(strategy=strategy, budget=budget, seed=seed, confirm=confirm, transfer=transfer,
+                                 strategy_options=dict(strategy_options or {}), baseline=False,
+                                 on_measure=[] if progress is None else [lambda m: progress(m.config, m.seconds)])
+        check_strategy(options)  # before the device is opened
         target = self.target(device)
         if not verify:
             target.unverified()
         space = target.space
-        valid = space.count_valid()
-        if valid == 0:
+        if space.count_valid() == 0:
             raise ConfigError(f"no configuration of '{self.kernel_name}' is valid on {space.limits.name}:\n"
                               + explain_empty(space))
-        if budget is None:
-            budget = valid if name == "exhaustive" else min(100, valid)
-        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-            raise ArgumentError(f"budget is a positive number of configurations, got {budget!r}")
-        if not isinstance(transfer, bool):
-            raise ArgumentError(f"transfer is True or False, got {transfer!r}")
+        resolve(options, space)  # a bad budget, before the store is opened
         temp = tempfile.TemporaryDirectory(prefix="imagecl-kernel-") if store is None else None
         try:
             db = Path(temp.name) / "measurements.db" if temp else store_location(store)
@@ -569,26 +562,13 @@ class TunableKernel:
         try:
             with Store(db) as results, Measurer(target, None, results, options=MeasureOptions(
                     timeout=timeout, repeats=repeats, prebuild=False)) as measurer:
-                if not self.parameters:
-                    measurer.measure([{}])
-                    record = next(iter(measurer.stored().values()))
-                    history = [({}, record.time)]
-                    best_config, best_time, evaluations, info = ({}, record.time, 1, {})
-                else:
-                    given = dict(strategy_options or {})
-                    taken = store_options(results, target.run, fn, transfer=transfer, given=given)
-                    problem = LiveProblem(space, measurer, context=size_context(target.run.problem_size),
-                                          on_measure=progress)
-                    outcome = fn(problem, int(budget), np.random.default_rng(seed), **taken.options, **given)
-                    history, best_config, best_time = outcome.history, outcome.best_config, outcome.best_time
-                    evaluations, info = outcome.evaluations, {**outcome.info, **taken.info}
-                    if best_config is not None and confirm > 0:
-                        best_config, best_time, confirmed = confirm_best(measurer, history, top=confirm)
-                        info.update(confirmed)
+                session = run_session(measurer, options)
                 records = list(results.records(target.run))
         finally:
             if temp is not None:
                 temp.cleanup()
+        name, history, evaluations, info = session.strategy, session.history, session.evaluations, session.info
+        best_config, best_time = session.best_config, session.best_time
         statuses: dict[str, int] = {}
         errors: dict[str, str] = {}
         for r in records:

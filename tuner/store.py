@@ -18,7 +18,9 @@ from typing import Any, Iterable, Iterator, Optional
 from ..errors import ImageCLError
 from .address import AddressError, is_postgres, sqlite_path
 
-SCHEMA_VERSION = 1
+# 2: the service's tables (refusals, programs, devices) beside the measurements; a version-1 store
+# is upgraded when opened for writing, a newer one is refused
+SCHEMA_VERSION = 2
 
 STATUSES = ("ok", "build_error", "invalid_work_group", "out_of_resources", "wrong_output", "timeout", "crash",
             "invalid_config", "error")
@@ -177,10 +179,93 @@ class Store:
         self._execute_many(self._UPSERT, rows())
         return count
 
+    # ---- the service's tables (imagecl/service): refusals, and what it needs to learn --------------
+    # A refusal holds for a program (by its meaning key, imagecl.tuned.program_key) on a device and
+    # driver at every size. `programs` maps a record's program_hash to the source it was measured
+    # from, `devices` a record's device and driver to its features (imagecl.features), so that any
+    # server on a shared store can rebuild what the models need.
+    _catalog = True  # False: a read-only store of schema version 1, without these tables
+
+    def refuse(self, program_key: str, device: str, driver: str, config: dict) -> None:
+        self._write("INSERT INTO refusals (program_key, device, driver, config_key, config, timestamp)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    (program_key, device, driver, canonical_config(config), json.dumps(config), time.time()))
+
+    def refused(self, program_key: str, device: str, driver: str) -> list[dict]:
+        if not self._catalog:
+            return []
+        rows = self._execute("SELECT config FROM refusals WHERE program_key=? AND device=? AND driver=?"
+                             " ORDER BY config_key", (program_key, device, driver))
+        return [json.loads(r[0]) for r in rows]
+
+    def add_program(self, program_hash: str, program_key: str, name: str, source: str) -> None:
+        self._write("INSERT INTO programs (program_hash, program_key, name, source) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT DO NOTHING", (program_hash, program_key, name, source))
+
+    def programs(self) -> list[tuple[str, str, str, str]]:
+        """(program_hash, program_key, name, source) of every program the service has seen."""
+        if not self._catalog:
+            return []
+        return [tuple(r) for r in self._execute(
+            "SELECT program_hash, program_key, name, source FROM programs ORDER BY program_hash")]
+
+    def program_hashes(self, program_key: str) -> list[str]:
+        if not self._catalog:
+            return []
+        return [r[0] for r in self._execute("SELECT program_hash FROM programs WHERE program_key=?"
+                                            " ORDER BY program_hash", (program_key,))]
+
+    def add_device(self, device: str, driver: str, features: dict) -> None:
+        """A device's features (the latest reported replace the earlier ones)."""
+        self._write("INSERT INTO devices (device, driver, features) VALUES (?, ?, ?)"
+                    " ON CONFLICT (device, driver) DO UPDATE SET features = EXCLUDED.features",
+                    (device, driver, json.dumps(features, sort_keys=True)))
+
+    def devices(self) -> dict[tuple[str, str], dict]:
+        if not self._catalog:
+            return {}
+        return {(d, v): json.loads(f) for d, v, f in self._execute("SELECT device, driver, features FROM devices")}
+
+    def _write(self, query: str, args: tuple) -> None:
+        if self.readonly:
+            raise StoreError(f"{self.name}: opened read-only")
+        self._execute(query, args)
+
     def _execute_many(self, query: str, rows: Iterable[tuple]) -> None:
         """`query` once per row, all in one transaction (rows may come from a generator that
         fails midway: then none is stored)."""
         raise NotImplementedError
+
+
+# the service's tables, the same SQL in both back ends (TEXT keys, REAL seconds)
+CATALOG_SQL = """
+CREATE TABLE IF NOT EXISTS refusals (
+    program_key TEXT NOT NULL,
+    device TEXT NOT NULL,
+    driver TEXT NOT NULL,
+    config_key TEXT NOT NULL,
+    config TEXT NOT NULL,
+    timestamp DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (program_key, device, driver, config_key)
+);
+CREATE TABLE IF NOT EXISTS programs (
+    program_hash TEXT PRIMARY KEY,
+    program_key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    source TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS devices (
+    device TEXT NOT NULL,
+    driver TEXT NOT NULL,
+    features TEXT NOT NULL,
+    PRIMARY KEY (device, driver)
+);
+"""
+CATALOG_TABLES = {
+    "refusals": {"program_key", "device", "driver", "config_key", "config", "timestamp"},
+    "programs": {"program_hash", "program_key", "name", "source"},
+    "devices": {"device", "driver", "features"},
+}
 
 
 def _row(run: RunKey, record: Record) -> tuple:

@@ -13,7 +13,7 @@ import time
 from typing import Any, Iterable, Iterator, Optional
 
 from .address import mask
-from .store import _COLUMNS, RECORD_KEY, SCHEMA_VERSION, Store, StoreError
+from .store import _COLUMNS, CATALOG_SQL, CATALOG_TABLES, RECORD_KEY, SCHEMA_VERSION, Store, StoreError
 
 SCHEMA = "imagecl"
 
@@ -21,7 +21,9 @@ SCHEMA = "imagecl"
 _SHAPE = {
     "meta": {"key", "value"},
     "measurements": {"id"} | {c.strip() for c in _COLUMNS.split(",")},
+    **CATALOG_TABLES,
 }
+_VERSION_1 = ("meta", "measurements")  # the tables a store of schema version 1 has
 
 _CREATE = f"""
 CREATE SCHEMA IF NOT EXISTS {SCHEMA};
@@ -47,7 +49,7 @@ CREATE TABLE IF NOT EXISTS {SCHEMA}.measurements (
     UNIQUE ({", ".join(RECORD_KEY)})
 );
 CREATE INDEX IF NOT EXISTS by_run ON {SCHEMA}.measurements (program_hash, device, driver, problem_size);
-"""
+""" + CATALOG_SQL.replace("CREATE TABLE IF NOT EXISTS ", f"CREATE TABLE IF NOT EXISTS {SCHEMA}.")
 
 # two first writers at once would race on CREATE ... IF NOT EXISTS: the schema is made under this lock
 _SCHEMA_LOCK = 0x494D434C
@@ -97,6 +99,9 @@ class PostgresStore(Store):
                              + ("" if readonly else " (choose another --db)"))
         if not readonly:
             self._retrying(self._create)
+        else:
+            self._catalog = state == "missing" or "refusals" in self._tables
+
 
     # ---- connections --------------------------------------------------------------------------
 
@@ -168,11 +173,13 @@ class PostgresStore(Store):
             return shape if found else None
 
         shape = self._retrying(look)
+        self._tables = set(shape or ())
         if shape is None:
             return "missing"
         if not shape:
             return "ours" if not self.readonly else "missing"  # an empty schema: ours to fill
-        if shape != _SHAPE:
+        if (set(shape) not in (set(_SHAPE), set(_VERSION_1))
+                or any(columns != _SHAPE[table] for table, columns in shape.items())):
             return f"its schema '{SCHEMA}' holds other tables or columns (" + ", ".join(sorted(shape)) + ")"
         version = self._retrying(lambda conn: conn.execute(
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
@@ -188,6 +195,9 @@ class PostgresStore(Store):
             conn.execute(_CREATE)
             conn.execute("INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
                          (str(SCHEMA_VERSION),))
+            # a version-1 store got the new tables above: now it is this version
+            conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version' AND value::int < %s",
+                         (str(SCHEMA_VERSION), SCHEMA_VERSION))
 
     # ---- the statements -----------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .address import sqlite_path
-from .store import _COLUMNS, APPLICATION_ID, SCHEMA_VERSION, Store, StoreError
+from .store import _COLUMNS, APPLICATION_ID, CATALOG_SQL, CATALOG_TABLES, SCHEMA_VERSION, Store, StoreError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -33,10 +33,11 @@ CREATE TABLE IF NOT EXISTS measurements (
     timestamp REAL NOT NULL,
     UNIQUE (program_hash, device, driver, problem_size, config_key)
 );
+""" + CATALOG_SQL + """
 CREATE INDEX IF NOT EXISTS by_run ON measurements (program_hash, device, driver, problem_size);
 """
 
-_OUR_TABLES = {"meta", "measurements"}
+_OUR_TABLES = {"meta", "measurements"} | set(CATALOG_TABLES)
 
 
 def _inspect(path: Path) -> str:
@@ -115,6 +116,8 @@ class SQLiteStore(Store):
                     self.db.executescript(_SCHEMA.split("CREATE INDEX")[0].replace("CREATE TABLE IF NOT EXISTS",
                                                                                    "CREATE TEMP TABLE"))
                 self._limit = self._limit_column()
+                self._catalog = state == "empty" or bool(self._execute(
+                    "SELECT 1 FROM sqlite_master WHERE type='table' AND name='refusals'"))
                 return
             self.db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -122,6 +125,9 @@ class SQLiteStore(Store):
             self.db.executescript(_SCHEMA)
             self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            # an older store got the new tables above (CREATE ... IF NOT EXISTS): now it is this version
+            self.db.execute("UPDATE meta SET value=? WHERE key='schema_version' AND CAST(value AS INTEGER) < ?",
+                            (str(SCHEMA_VERSION), SCHEMA_VERSION))
             add_limit_column(self.db)
             self._limit = "timeout_limit"
         except sqlite3.DatabaseError as exc:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .. import escape
 from ..errors import CompileError
 from ..ir import builtins as bi
 from ..ir import nodes as ir
 from ..ir import types as ty
-from ..passes.semantic import ArrayInfo, ProgramInfo, grid_offset
+from ..passes.memory import at_grid_point
+from ..passes.semantic import ArrayInfo, ProgramInfo
 
 # C precedence, higher binds tighter
 _PREC = {
@@ -54,13 +56,7 @@ class AccessPlan:
 
     def at_grid_point(self, array: ArrayInfo, node: ir.Subscript) -> bool:
         """A grid image accessed exactly at the current grid point needs no boundary handling."""
-        if not array.in_grid:
-            return False
-        for axis, index in enumerate(node.indices):
-            form = grid_offset(index)
-            if form != ("idx idy idz".split()[axis], 0):
-                return False
-        return True
+        return at_grid_point(array, node)
 
     def image_read(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> str:
         if self.at_grid_point(array, node):
@@ -84,7 +80,7 @@ class AccessPlan:
             flat = f"({flat}) * {size} + ({c})"
         return flat
 
-    def array_read(self, array: ArrayInfo, coords: list[str]) -> str:
+    def array_read(self, array: ArrayInfo, coords: list[str], node: Optional[ir.Subscript] = None) -> str:
         return f"{self.c(array.name)}[{self.flat_index(array, coords)}]"
 
     def pointer_read(self, array: ArrayInfo, index: str) -> str:
@@ -100,13 +96,10 @@ def _zero(t: ty.Type) -> str:
 
 
 class Emitter:
-    def __init__(self, info: ProgramInfo, plan: AccessPlan, indent: str = "    ",
-                 unroll: Optional[dict] = None, dynamic_unroll: Optional[dict] = None) -> None:
+    def __init__(self, info: ProgramInfo, plan: AccessPlan, indent: str = "    ") -> None:
         self.info = info
         self.plan = plan
         self.unit_indent = indent
-        self.unroll = unroll or {}  # id(For node) -> (factor, LoopInfo)
-        self.dynamic_unroll = dynamic_unroll or {}  # id(While/DoWhile/For node) -> factor
 
     def c(self, name: str) -> str:
         """The identifier of a user name in the generated code."""
@@ -142,15 +135,11 @@ class Emitter:
             if other is not None:
                 lines += [pad + "else"] + self.body(other, depth)
             return lines
-        if isinstance(s, (ir.While, ir.DoWhile, ir.For)) and self.dynamic_unroll.get(id(s), 1) > 1:
-            return self.unrolled_dynamic(s, depth)
         if isinstance(s, ir.While):
             return [pad + f"while ({self.expr(s.cond)})"] + self.body(s.body, depth)
         if isinstance(s, ir.DoWhile):
             lines = [pad + "do"] + self.body(s.body, depth)
             return lines + [pad + f"while ({self.expr(s.cond)});"]
-        if isinstance(s, ir.For) and id(s) in self.unroll:
-            return self.unrolled(s, depth)
         if isinstance(s, ir.For):
             return [pad + self.for_head(s)] + self.body(s.body, depth)
         if isinstance(s, ir.Break):
@@ -161,37 +150,13 @@ class Emitter:
             return [pad + self.return_text(s)]
         if isinstance(s, ir.Empty):
             return [pad + ";"]
+        if isinstance(s, ir.Sequence):
+            return [line for stmt in s.body for line in self.stmt(stmt, depth)]
+        if isinstance(s, ir.Comment):
+            return [pad + "// " + escape.comment(s.text)]
+        if isinstance(s, ir.ExitUnless):
+            return [pad + f"if (!({self.expr(s.cond)}))", pad + self.unit_indent + "break;"]
         raise self.error(f"cannot generate code for {type(s).__name__}", s.pos)  # pragma: no cover
-
-    def unrolled(self, s: ir.For, depth: int) -> list[str]:
-        """The loop with its body repeated `factor` times; each copy binds the loop variable
-        to a constant offset, so indices into private arrays and tiles become constants."""
-        factor, loop = self.unroll[id(s)]
-        pad = self.unit_indent * depth
-        var = loop.var
-        ctype = var.type.c_name()
-        copies: list[str] = []
-        counter = f"imcl_u{s.pos.line}_{s.pos.column}"
-        lines = [pad + f"// loop over '{var.name}' unrolled by {factor} (of {loop.trip_count} iterations)"]
-        inner = depth if factor == loop.trip_count else depth + 1
-        for k in range(factor):
-            if factor == loop.trip_count:
-                value = str(loop.start + k * loop.step)
-            else:
-                offset = f"{counter} + {k}" if k else counter
-                value = f"{loop.start} + ({offset}) * {loop.step}" if loop.step != 1 else (
-                    f"{loop.start} + {offset}" if loop.start else offset)
-            body = s.body.body if isinstance(s.body, ir.Block) else [s.body]
-            ipad = self.unit_indent * inner
-            copies.append(ipad + "{")
-            copies.append(ipad + self.unit_indent + f"const {ctype} {self.c(var.name)} = {value};")
-            for stmt in body:
-                copies.extend(self.stmt(stmt, inner + 1))
-            copies.append(ipad + "}")
-        if factor == loop.trip_count:
-            return lines + copies
-        head = f"for (int {counter} = 0; {counter} < {loop.trip_count}; {counter} += {factor})"
-        return lines + [pad + head, pad + "{"] + copies + [pad + "}"]
 
     def for_head(self, s: ir.For) -> str:
         init = ""
@@ -204,40 +169,6 @@ class Emitter:
         cond = self.expr(s.cond) if s.cond is not None else ""
         step = self.expr(s.step) if s.step is not None else ""
         return f"for ({init}; {cond}; {step})"
-
-    def unrolled_dynamic(self, s: ir.Stmt, depth: int) -> list[str]:
-        """A loop with a data-dependent trip count, its body repeated `factor` times per pass
-        with the loop's exit test (after the step, for a `for`) between the copies.
-
-        Equivalent for every trip count: each copy is one original iteration, and the test
-        between copies is the one the original loop performs before its next iteration. A
-        `break` in any copy leaves the loop, as before; a `continue` in any copy goes to the
-        loop's own step and test and then to the first copy, which is the same body, so it
-        starts the next iteration exactly as the original `continue` does."""
-        factor = self.dynamic_unroll[id(s)]
-        pad = self.unit_indent * depth
-        inner = pad + self.unit_indent
-        body = s.body.body if isinstance(s.body, ir.Block) else [s.body]
-        between: list[str] = []
-        if isinstance(s, ir.For) and s.step is not None:
-            between.append(inner + self.expr(s.step) + ";")
-        if s.cond is not None:
-            between.append(inner + f"if (!({self.expr(s.cond)}))")
-            between.append(inner + self.unit_indent + "break;")
-        copies: list[str] = []
-        for k in range(factor):
-            if k:
-                copies.extend(between)
-            copies.append(inner + "{")
-            for stmt in body:
-                copies.extend(self.stmt(stmt, depth + 2))
-            copies.append(inner + "}")
-        note = pad + f"// unrolled by {factor}: the exit test runs between the copies (any trip count)"
-        if isinstance(s, ir.While):
-            return [note, pad + f"while ({self.expr(s.cond)})", pad + "{"] + copies + [pad + "}"]
-        if isinstance(s, ir.DoWhile):
-            return [note, pad + "do", pad + "{"] + copies + [pad + "}", pad + f"while ({self.expr(s.cond)});"]
-        return [note, pad + self.for_head(s), pad + "{"] + copies + [pad + "}"]
 
     def return_text(self, s: ir.Return) -> str:
         return "return;" if s.value is None else f"return {self.expr(s.value)};"
@@ -371,7 +302,7 @@ class Emitter:
         if sym.kind == "image":
             return self.plan.image_read(self.info.arrays[sym.name], coords, e)
         if sym.kind == "array" and sym.name in self.info.arrays and self.info.arrays[sym.name].param.symbol is sym:
-            return self.plan.array_read(self.info.arrays[sym.name], coords)
+            return self.plan.array_read(self.info.arrays[sym.name], coords, e)
         if sym.kind == "pointer":
             return self.plan.pointer_read(self.info.arrays[sym.name], coords[0])
         return self.c(e.base.name) + "".join(f"[{c}]" for c in coords)

@@ -1,4 +1,5 @@
-"""The interior fast path and vectorised runs along x: two code-generation passes of a variant.
+"""The interior fast path and vectorised runs along x: what they apply to and the facts their
+code needs (templates/kernel_body.cl.j2 lays that code out, through codegen/body.py).
 
 Interior fast path (`interior`): a work-group first tests, once, whether every pixel it covers
 (its block of grid points plus each image's halo, from passes/footprint.py) lies inside every
@@ -135,27 +136,13 @@ def vector_candidates(info: ProgramInfo, analyses) -> bool:
 # ---- the fast path's condition -----------------------------------------------------------------------
 
 
-def block_range(plan, d: int) -> tuple[str, str]:
-    """(first grid point, number of points) of the work-group's block along axis d."""
-    span = plan.span(d)
-    lo = f"get_group_id({d}) * get_local_size({d})" + (f" * {span}" if span > 1 else "")
-    if plan.interleaved and plan.px[d] > 1:
-        lo += f" + imcl_k{AXES[d]} * get_global_size({d})"
-    count = f"get_local_size({d})" + (f" * {span}" if span > 1 else "")
-    return lo, count
-
-
-def inside_condition(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str],
-                     tiles: list[RegisterTile], stores: list[str], pad: str) -> list[str]:
-    """Declarations ending in `const bool imcl_inside`: the work-group's footprint is inside."""
+def inside_conditions(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str],
+                      tiles: list[RegisterTile], stores: list[str]) -> list[str]:
+    """The conditions, on the block's bounds `imcl_lo<a>` and `imcl_hi<a>` (one past it), under
+    which the work-group's footprint is inside every image (templates/kernel_body.cl.j2 declares
+    the bounds and joins the conditions into `imcl_inside`)."""
     dims = info.grid_dims
-    lines = []
-    conds: list[str] = []
-    for d in range(dims):
-        lo, count = block_range(plan, d)
-        lines.append(f"{pad}const int imcl_lo{AXES[d]} = {lo};")
-        lines.append(f"{pad}const int imcl_hi{AXES[d]} = imcl_lo{AXES[d]} + {count};  // one past the block")
-        conds.append(f"imcl_hi{AXES[d]} <= {grid_extents[d]}")
+    conds = [f"imcl_hi{AXES[d]} <= {grid_extents[d]}" for d in range(dims)]
     for name in inside_images(info, analysis):
         array = info.arrays[name]
         fp = analysis.footprints[name]
@@ -172,19 +159,17 @@ def inside_condition(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_ext
             size = n * array.element.dtype.itemsize
             conds.append(f"{names(array)['w']} % {n} == 0")
             conds.append(f"((ulong){info.c_name(name)} & {size - 1}) == 0")  # aligned N-wide accesses
-    unique = list(dict.fromkeys(conds))
-    lines.append(f"{pad}const bool imcl_inside = " + f"\n{pad}    && ".join(unique) + ";")
-    return lines
+    return list(dict.fromkeys(conds))
 
 
 # ---- the fast path's body -------------------------------------------------------------------------------
 
 
-def direct_read(info: ProgramInfo, plan, name: str, coords: list[str]) -> str:
+def direct_read(info: ProgramInfo, in_image_memory: bool, name: str, coords: list[str]) -> str:
     """A read known to be inside the image: no boundary handling."""
     array = info.arrays[name]
     c = info.c_name(name)
-    if name in plan.image_mem:
+    if in_image_memory:
         return f"imcl_img_read_{name}_in({c}, {', '.join(coords)})"
     w = names(array)["w"]
     if array.dims == 3:
@@ -206,14 +191,13 @@ def _offset(name: str, offset: int) -> str:
     return f"{name} + {offset}" if offset > 0 else f"{name} - {-offset}" if offset < 0 else name
 
 
-def load_register_tile(info: ProgramInfo, tile: RegisterTile, n: int, pad: str) -> list[str]:
-    """Fill `imcl_reg_<image>` for the run starting at imcl_x0: aligned vector loads where a
-    whole aligned N-wide run of the tile is needed, scalar loads for the rest."""
+def register_tile_loads(info: ProgramInfo, tile: RegisterTile, n: int) -> list[dict]:
+    """The loads that fill `imcl_reg_<image>` for the run starting at imcl_x0, in order: an
+    aligned vector load (`vector`) where a whole aligned N-wide run of the tile is needed, a
+    scalar load for the rest; `at` is the address, `index` the first element of the tile."""
     array = info.arrays[tile.image]
-    ctype = array.element.c_name()
-    reg = f"imcl_reg_{tile.image}"
     w, h = names(array)["w"], names(array)["h"]
-    lines = [f"{pad}{ctype} {reg}[{tile.size}];"]
+    loads = []
     for r, row in enumerate(tile.rows):
         y = _offset("idy", row[0])
         base = f"({y}) * {w}"
@@ -224,132 +208,7 @@ def load_register_tile(info: ProgramInfo, tile: RegisterTile, n: int, pad: str) 
         while c < tile.width:
             offset = tile.low[0] + c  # from imcl_x0, which is a multiple of n
             at = _offset(f"{info.c_name(tile.image)} + {base} + imcl_x0", offset)
-            if offset % n == 0 and c + n <= tile.width:
-                lines.append(f"{pad}vstore{n}(*(__global const {ctype}{n}*)({at}), 0, {reg} + {r * tile.width + c});")
-                c += n
-            else:
-                lines.append(f"{pad}{reg}[{r * tile.width + c}] = *({at});")
-                c += 1
-    return lines
-
-
-def store_staged(info: ProgramInfo, name: str, n: int, pad: str) -> str:
-    array = info.arrays[name]
-    w, h = names(array)["w"], names(array)["h"]
-    base = f"idy * {w}" if array.dims == 2 else f"(idz * {h} + idy) * {w}"
-    ctype = array.element.c_name()
-    return f"{pad}*(__global {ctype}{n}*)({info.c_name(name)} + {base} + imcl_x0) = vload{n}(0, imcl_st_{name});"
-
-
-def index_declarations(plan, dims: int, pad: str, skip_x: bool = False) -> list[str]:
-    """`const int idx = ...` (and idy, idz) of a work-item's current grid point, by layout."""
-    lines = []
-    for d, v in enumerate(GRID_INDICES[:dims]):
-        if skip_x and d == 0:
-            continue
-        g, k, p = f"imcl_g{AXES[d]}", f"imcl_k{AXES[d]}", plan.px[d]
-        if p == 1:
-            lines.append(f"{pad}const int {v} = {g};")
-        elif plan.interleaved:
-            lines.append(f"{pad}const int {v} = {g} + {k} * get_global_size({d});")
-        else:
-            lines.append(f"{pad}const int {v} = {g} * {p} + {k};")
-    return lines
-
-
-def coarsening_loops(plan, axes: list[int], pad: str) -> tuple[list[str], str]:
-    """Opening lines of the coarsening loops over `axes` (outermost first) and the inner pad."""
-    lines = [f"{pad}for (int imcl_k{AXES[d]} = 0; imcl_k{AXES[d]} < {plan.px[d]}; imcl_k{AXES[d]}++)" for d in axes]
-    if axes:
-        lines.append(pad + "{")
-        return lines, pad + "    "
-    return lines, pad
-
-
-def close_loops(axes: list[int], pad: str) -> list[str]:
-    return [pad + "}"] if axes else []
-
-
-def kernel_body_with_fast_path(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str],
-                               general_call: str, inside_call: str, tile_code,
-                               tiles: list[RegisterTile], stores: list[str],
-                               array_copies: list[str]) -> list[str]:
-    """The kernel's body with the interior test and both copies of the per-point loop nest.
-    `tile_code` is (geometry(name, pad), fill(name, pad, inside)): the lines that declare one
-    local-memory tile of an image and the lines that fill it; `array_copies` copy whole small
-    arrays to local memory first (both paths read them)."""
-    dims = info.grid_dims
-    grid = GRID_INDICES[:dims]
-    guard = " && ".join(f"{v} < {e}" for v, e in zip(grid, grid_extents))
-    local = local_images(info, plan)
-    coarse = [d for d in reversed(range(dims)) if plan.px[d] > 1]
-    lines = list(array_copies) + [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
-
-    def loads(pad: str) -> list[str]:
-        """Tile loads of both paths, then one barrier outside the branches."""
-        if not local:
-            return []
-        geometry, fill = tile_code
-        out = [line for name in local for line in geometry(name, pad)]
-
-        def fills(inner: str, inside: bool) -> list[str]:
-            return [line for name in local for line in fill(name, inner, inside)]
-        return out + both(pad, fills) + [f"{pad}barrier(CLK_LOCAL_MEM_FENCE);"]
-
-    def point_copy(pad: str, inside: bool) -> list[str]:
-        """Index declarations and the call for one grid point."""
-        out = index_declarations(plan, dims, pad)
-        if inside:
-            return out + [f"{pad}{inside_call}"]
-        return out + [f"{pad}if ({guard})", f"{pad}    {general_call}"]
-
-    def both(pad: str, body) -> list[str]:
-        return ([f"{pad}if (imcl_inside)", pad + "{"] + body(pad + "    ", True) + [pad + "}", f"{pad}else", pad + "{"]
-                + body(pad + "    ", False) + [pad + "}"])
-
-    if plan.interleaved and plan.is_coarsened:
-        # each iteration's points form one block per work-group: test (and load tiles) per iteration
-        opening, inner = coarsening_loops(plan, coarse, "    ")
-        lines.append(f"    // {' x '.join(str(p) for p in plan.px)} grid points per work-item, strided by the global size")
-        lines.extend(opening)
-        lines.append(f"{inner}// is this iteration's block, with every image's halo, inside the images?")
-        lines.extend(inside_condition(info, plan, analysis, grid_extents, [], [], inner))
-        lines.extend(loads(inner) + both(inner, point_copy))
-        if local:
-            lines.append(f"{inner}barrier(CLK_LOCAL_MEM_FENCE);  // the tile is reloaded in the next iteration")
-        return lines + close_loops(coarse, "    ")
-
-    def blocked(pad: str, inside: bool) -> list[str]:
-        out = []
-        if inside and plan.vector_x:
-            return out + vector_nest(info, plan, pad, coarse, tiles, stores, inside_call)
-        if coarse:
-            out.append(f"{pad}// {' x '.join(str(p) for p in plan.px)} grid points per work-item, contiguous")
-        opening, inner = coarsening_loops(plan, coarse, pad)
-        return out + opening + point_copy(inner, inside) + close_loops(coarse, pad)
-
-    lines.append("    // is the work-group's block, with every image's halo, inside the images?")
-    lines.extend(inside_condition(info, plan, analysis, grid_extents, tiles, stores, "    "))
-    return lines + loads("    ") + both("    ", blocked)
-
-
-def vector_nest(info: ProgramInfo, plan, pad: str, coarse: list[int], tiles: list[RegisterTile],
-                stores: list[str], vector_call: str) -> list[str]:
-    """The fast path's loop nest with runs of N = px_x points along x: register tiles in, one
-    N-wide store per staged output."""
-    n = plan.px[0]
-    dims = info.grid_dims
-    outer = [d for d in coarse if d != 0]
-    lines = [f"{pad}// {' x '.join(str(p) for p in plan.px)} grid points per work-item, contiguous; "
-             f"runs of {n} along x in vectors"]
-    opening, inner = coarsening_loops(plan, outer, pad)
-    lines += opening + index_declarations(plan, dims, inner, skip_x=True)
-    lines.append(f"{inner}const int imcl_x0 = imcl_gx * {n};")
-    for tile in tiles:
-        lines.extend(load_register_tile(info, tile, n, inner))
-    for name in stores:
-        lines.append(f"{inner}{info.arrays[name].element.c_name()} imcl_st_{name}[{n}];")
-    lines += [f"{inner}#pragma unroll", f"{inner}for (int imcl_kx = 0; imcl_kx < {n}; imcl_kx++)", inner + "{",
-              f"{inner}    const int idx = imcl_x0 + imcl_kx;", f"{inner}    {vector_call}", inner + "}"]
-    lines += [store_staged(info, name, n, inner) for name in stores]
-    return lines + close_loops(outer, pad)
+            vector = offset % n == 0 and c + n <= tile.width
+            loads.append({"vector": vector, "at": at, "index": r * tile.width + c})
+            c += n if vector else 1
+    return loads

@@ -1,14 +1,16 @@
 """OpenCL C for one variant of a program: the naive one, or any point of its tuning space.
 
-A `VariantPlan` says what the configuration chose; `MemoryPlan` rewrites image and array
-accesses for it (image memory, local-memory tiles, constant memory); `generate` lays the
-program out through the Jinja2 template `kernel.cl.j2`, and `launch_geometry` gives the
-global and local sizes that go with it.
+A `VariantPlan` says what the configuration chose; the passes (passes/unroll.py,
+passes/memory.py) rewrite the specialised IR for it and `PlacedAccess` prints each image and
+array access where the placement put it; `generate` lays the
+program out through the Jinja2 template `kernel.cl.j2` (the kernel's own body through
+`kernel_body.cl.j2`, see body.py), and `launch_geometry` gives the global and local sizes that
+go with it.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
-import math
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
@@ -18,11 +20,15 @@ from .. import __version__, escape
 from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.walk import walk
-from ..passes.footprint import AccessAnalysis, Footprint, analyse_accesses, tile_bytes
+from ..passes.footprint import AccessAnalysis, analyse_accesses, tile_bytes
 from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
+from ..passes import memory as placement
+from ..passes.memory import place_memory
+from ..passes.unroll import unroll
 from ..resources import resource_dir
 from . import interior
 from .interior import local_images
+from .body import kernel_body, local_array_name, local_arrays, tile_extent_names, tile_origin_names
 from .emitter import AccessPlan, Emitter, names
 
 AXES = "xyz"
@@ -45,28 +51,30 @@ class VariantPlan:
 
     @staticmethod
     def naive(info: ProgramInfo) -> "VariantPlan":
-        return VariantPlan(px=(1,) * info.grid_dims,
+        """The program as written: one point per work-item, the memories its pragmas force, the
+        first value of each tunable, and the driver's choice of work-group size, except where a
+        forced local-memory tile needs one known when the kernel is built."""
+        from ..space import tile_work_group
+
+        plan = VariantPlan(px=(1,) * info.grid_dims,
                            image_mem=frozenset(info.placement["image_mem"]),
                            local_mem=frozenset(info.placement["local_mem"]),
                            constant_mem=frozenset(info.placement["constant_mem"]),
                            tunables=tuple(sorted((n, v[0]) for n, v in info.tunables.items())))
+        if local_images(info, plan):
+            plan = dataclasses.replace(plan, wg=tile_work_group(info.grid_dims))
+        return plan
 
     @staticmethod
-    def from_config(info: ProgramInfo, config: Mapping[str, int]) -> "VariantPlan":
-        axes = AXES[: info.grid_dims]
-        return VariantPlan(
-            px=tuple(int(config.get(f"px_{a}", 1)) for a in axes),
-            interleaved=bool(config.get("interleaved", 0)),
-            image_mem=frozenset(k[len("image_"):] for k, v in config.items() if k.startswith("image_") and v),
-            local_mem=frozenset(k[len("local_"):] for k, v in config.items() if k.startswith("local_") and v),
-            constant_mem=frozenset(k[len("constant_"):] for k, v in config.items()
-                                   if k.startswith("constant_") and v),
-            unroll=tuple(sorted((k, int(v)) for k, v in config.items() if k.startswith("unroll_") and v > 1)),
-            tunables=tuple(sorted((n, int(config.get(n, vals[0]))) for n, vals in info.tunables.items())),
-            wg=tuple(int(config.get(f"wg_{a}", 1)) for a in axes),
-            interior=bool(config.get("interior", 0)),
-            vector_x=bool(config.get("vector_x", 0)),
-        )
+    def from_config(info: ProgramInfo, config: Mapping[str, int], space=None) -> "VariantPlan":
+        """The plan of a configuration of `space` (imagecl.space.Space.plan); without a space,
+        of the program's space on a device of OpenCL's minimum limits, which names and decodes
+        the same parameters."""
+        if space is None:
+            from ..space import DeviceLimits, build_space
+
+            space = build_space(info, DeviceLimits())
+        return space.plan(config)
 
     @property
     def is_coarsened(self) -> bool:
@@ -100,62 +108,48 @@ def template_env() -> jinja2.Environment:
 # ---- memory accesses ------------------------------------------------------------------------------------
 
 
-class MemoryPlan(AccessPlan):
-    """Accesses for a variant: tiles in local memory, image reads, or the naive global buffers."""
+class PlacedAccess(AccessPlan):
+    """Accesses written as passes/memory.py placed them: local-memory tiles and copies, image
+    memory, the global buffers with or without boundary handling, and in the interior fast
+    path the run's register tiles (`tiles`) and staging arrays."""
 
-    def __init__(self, info: ProgramInfo, plan: VariantPlan) -> None:
+    def __init__(self, info: ProgramInfo, tiles: list = ()) -> None:
         super().__init__(info)
-        self.plan = plan
+        self.tiles = {t.image: t for t in tiles}
 
     def image_read(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> str:
-        if array.name in self.plan.local_mem:
+        memory = node.memory
+        if memory == placement.TILE:
             return f"imcl_tile_{array.name}[{tile_index(array, coords)}]"
-        if array.name in self.plan.image_mem:
+        if memory == placement.IMAGE:
             extents = ", ".join(self.extent(array, a) for a in range(array.dims))
             return f"imcl_img_read_{array.name}({self.c(array.name)}, {extents}, {', '.join(coords)})"
+        if memory == placement.REGISTER:
+            return f"imcl_reg_{array.name}[{interior.register_tile_index(self.tiles[array.name], coords)}]"
+        if memory in (placement.DIRECT, placement.IMAGE_DIRECT):
+            return interior.direct_read(self.info, memory == placement.IMAGE_DIRECT, array.name, coords)
+        if memory == placement.BUFFER:
+            return f"{self.c(array.name)}[{self.linear(array, coords)}]"
+        if memory == placement.BOUNDARY:
+            extents = ", ".join(self.extent(array, a) for a in range(array.dims))
+            return f"imcl_read_{array.name}({self.c(array.name)}, {extents}, {', '.join(coords)})"
         return super().image_read(array, coords, node)
 
-    def array_read(self, array: ArrayInfo, coords: list[str]) -> str:
-        if array.name in self.plan.local_mem:
-            return f"{local_array_name(array)}[{self.flat_index(array, coords)}]"
-        if array.name in self.plan.image_mem:
+    def image_write(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> tuple[str, Optional[str]]:
+        if node.memory == placement.STAGED:
+            return f"imcl_st_{array.name}[({coords[0]}) - imcl_x0]", None
+        if node.memory == placement.BUFFER:
+            return f"{self.c(array.name)}[{self.linear(array, coords)}]", None
+        return super().image_write(array, coords, node)
+
+    def array_read(self, array: ArrayInfo, coords: list[str], node: Optional[ir.Subscript] = None) -> str:
+        memory = node.memory if node is not None else None
+        if memory == placement.LOCAL:
+            return f"{local_array_name(array.name)}[{self.flat_index(array, coords)}]"
+        if memory == placement.IMAGE:
             # an array `a[N][M]` is an image M wide and N high: a[i][j] is pixel (j, i)
             return f"imcl_aimg_read_{array.name}({self.c(array.name)}, {', '.join(reversed(coords))})"
-        return super().array_read(array, coords)
-
-
-def local_array_name(array: ArrayInfo) -> str:
-    return f"imcl_local_{array.name}"
-
-
-def local_arrays(info: ProgramInfo, plan: VariantPlan) -> list[str]:
-    return sorted(n for n in plan.local_mem if info.arrays[n].kind == "array")
-
-
-class InsidePlan(MemoryPlan):
-    """Accesses in the interior fast path: reads at bounded offsets skip boundary handling;
-    with `vector_x`, they come from private register tiles and outputs go to staging arrays."""
-
-    def __init__(self, info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
-                 tiles: list, stores: list[str]) -> None:
-        super().__init__(info, plan)
-        self.inside = set(interior.inside_images(info, analysis))
-        self.tiles = {t.image: t for t in tiles}
-        self.stores = set(stores)
-
-    def image_read(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> str:
-        if array.name in self.plan.local_mem or array.name not in self.inside:
-            return super().image_read(array, coords, node)
-        if array.name in self.tiles:
-            return f"imcl_reg_{array.name}[{interior.register_tile_index(self.tiles[array.name], coords)}]"
-        if self.at_grid_point(array, node) and array.name not in self.plan.image_mem:
-            return super().image_read(array, coords, node)
-        return interior.direct_read(self.info, self.plan, array.name, coords)
-
-    def image_write(self, array: ArrayInfo, coords: list[str], node: ir.Subscript) -> tuple[str, Optional[str]]:
-        if array.name in self.stores:
-            return f"imcl_st_{array.name}[({coords[0]}) - imcl_x0]", None
-        return super().image_write(array, coords, node)
+        return super().array_read(array, coords, node)
 
 
 def tile_index(array: ArrayInfo, coords: list[str]) -> str:
@@ -210,16 +204,6 @@ def kernel_args(info: ProgramInfo, plan: VariantPlan) -> list[KernelArg]:
         element = info.arrays[name].element.c_name()
         args.append(KernelArg(f"imcl_tile_{name}", "tile", name, f"__local {element}*"))
     return args
-
-
-def tile_extent_names(array: ArrayInfo) -> list[str]:
-    n = array.name
-    return [f"imcl_{n}_tw", f"imcl_{n}_th", f"imcl_{n}_td"][: array.dims]
-
-
-def tile_origin_names(array: ArrayInfo) -> list[str]:
-    n = array.name
-    return [f"imcl_{n}_ox", f"imcl_{n}_oy", f"imcl_{n}_oz"][: array.dims]
 
 
 # ---- the program text ------------------------------------------------------------------------------------------
@@ -338,41 +322,12 @@ def array_image_reads(info: ProgramInfo, plan: VariantPlan) -> list[dict]:
     return out
 
 
-def local_array_copy(info: ProgramInfo, plan: VariantPlan) -> list[str]:
-    """The work-group's copy of each small array into local memory: every work-item copies a
-    strided share, then one barrier. It runs before any work-item can return."""
-    names_ = local_arrays(info, plan)
-    if not names_:
-        return []
-    dims = info.grid_dims
-    lid = "get_local_id(0)"
-    size = "get_local_size(0)"
-    for d in range(1, dims):
-        lid = f"{lid} + get_local_id({d}) * {size}" if d == 1 else f"{lid} + get_local_id({d}) * ({size})"
-        size = f"{size} * get_local_size({d})"
-    lines = ["    // small read-only arrays copied into local memory by the work-group"]
-    for name in names_:
-        array = info.arrays[name]
-        count = math.prod(array.shape)
-        local = local_array_name(array)
-        lines.append(f"    __local {array.element.c_name()} {local}[{count}];")
-        if name in plan.image_mem:
-            coords = "imcl_i" if len(array.shape) == 1 else f"imcl_i % {array.shape[1]}, imcl_i / {array.shape[1]}"
-            source = f"imcl_aimg_read_{name}({info.c_name(name)}, {coords})"
-        else:
-            source = f"{info.c_name(name)}[imcl_i]"
-        lines.append(f"    for (int imcl_i = {lid}; imcl_i < {count}; imcl_i += {size})")
-        lines.append(f"        {local}[imcl_i] = {source};")
-    lines.append("    barrier(CLK_LOCAL_MEM_FENCE);")
-    return lines
-
-
 def local_array_point_params(info: ProgramInfo, plan: VariantPlan) -> tuple[list[str], list[str]]:
     params, values = [], []
     for name in local_arrays(info, plan):
         array = info.arrays[name]
-        params.append(f"__local const {array.element.c_name()}* {local_array_name(array)}")
-        values.append(local_array_name(array))
+        params.append(f"__local const {array.element.c_name()}* {local_array_name(name)}")
+        values.append(local_array_name(name))
     return params, values
 
 
@@ -401,7 +356,7 @@ def point_signature(info: ProgramInfo, args: list[KernelArg]) -> tuple[list[str]
             array = info.arrays[a.param]
             params.append(f"__local const {array.element.c_name()}* {a.name}")
             values.append(a.name)
-            for extra in tile_origin_names(array) + tile_extent_names(array)[:-1]:
+            for extra in tile_origin_names(array.name, array.dims) + tile_extent_names(array.name, array.dims)[:-1]:
                 params.append(f"const int {extra}")
                 values.append(extra)
             continue
@@ -418,99 +373,15 @@ def point_signature(info: ProgramInfo, args: list[KernelArg]) -> tuple[list[str]
     return params + [f"const int {g}" for g in grid], values + grid
 
 
-def _tile_geometry(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footprint, pad: str) -> list[str]:
-    """The declarations of one image's tile: its origin in the image and its extent (with halo)."""
-    array = info.arrays[name]
-    origins, extents = tile_origin_names(array), tile_extent_names(array)
-    lines = []
-    for d in range(array.dims):
-        start, size = interior.block_range(plan, d)
-        low, high = footprint.halo_low[d], footprint.halo_high[d]
-        lines.append(f"{pad}const int {origins[d]} = {start}" + (f" - {low}" if low else "") + ";")
-        lines.append(f"{pad}const int {extents[d]} = {size}" + (f" + {low + high}" if low + high else "") + ";")
-    return lines
-
-
-def _tile_fill(info: ProgramInfo, plan: VariantPlan, name: str, pad: str, inside: bool = False) -> list[str]:
-    """The work-group's cooperative copy of one image's tile into local memory (`inside`: the
-    tile is known to lie inside the image, so reads skip boundary handling)."""
-    array = info.arrays[name]
-    dims = array.dims
-    origins, extents = tile_origin_names(array), tile_extent_names(array)
-    lines = []
-    for depth, d in enumerate(reversed(range(dims))):
-        t = f"imcl_t{AXES[d]}"
-        lines.append(pad + "    " * depth
-                     + f"for (int {t} = get_local_id({d}); {t} < {extents[d]}; {t} += get_local_size({d}))")
-    coords = [f"{origins[d]} + imcl_t{AXES[d]}" for d in range(dims)]
-    if dims == 3:
-        index = f"(imcl_tz * {extents[1]} + imcl_ty) * {extents[0]} + imcl_tx"
-    else:
-        index = f"imcl_ty * {extents[0]} + imcl_tx"
-    extent_args = ", ".join(names(array)["whd"[a]] for a in range(dims))
-    reader = f"imcl_img_read_{name}" if name in plan.image_mem else f"imcl_read_{name}"
-    value = f"{reader}({info.c_name(name)}, {extent_args}, {', '.join(coords)})"
-    if inside:
-        value = interior.direct_read(info, plan, name, coords)
-    lines.append(pad + "    " * dims + f"imcl_tile_{name}[{index}] = {value};")
-    return lines
-
-
-def _tile_load(info: ProgramInfo, plan: VariantPlan, name: str, footprint: Footprint, pad: str) -> list[str]:
-    """One image's tile: its geometry, the copy into local memory, then a barrier."""
-    return (_tile_geometry(info, plan, name, footprint, pad) + _tile_fill(info, plan, name, pad)
-            + [f"{pad}barrier(CLK_LOCAL_MEM_FENCE);"])
-
-
-def kernel_body(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, point_call: str) -> list[str]:
-    dims = info.grid_dims
-    grid = GRID_INDICES[:dims]
-    extents = grid_extents(info)
-    guard = " || ".join(f"{v} >= {e}" for v, e in zip(grid, extents))
-    tiles = local_images(info, plan)
-    copies = local_array_copy(info, plan)
-    if not plan.is_coarsened and not tiles:
-        lines = copies + [f"    const int {v} = get_global_id({d});" for d, v in enumerate(grid)]
-        return lines + [f"    if ({guard})", "        return;", f"    {point_call}"]
-    lines = copies + [f"    const int imcl_g{AXES[d]} = get_global_id({d});" for d in range(dims)]
-    per_iteration = plan.interleaved and plan.is_coarsened
-    if tiles and not per_iteration:
-        lines.append("    // the work-group's tile of each local-memory image, with its halo")
-        for name in tiles:
-            lines.extend(_tile_load(info, plan, name, analysis.footprints[name], "    "))
-    pad = "    "
-    coarse_axes = [d for d in reversed(range(dims)) if plan.px[d] > 1]
-    if coarse_axes:
-        layout = "strided by the global size" if plan.interleaved else "contiguous"
-        lines.append(f"    // {' x '.join(str(p) for p in plan.px)} grid points per work-item, {layout}")
-    opening, pad = interior.coarsening_loops(plan, coarse_axes, pad)
-    lines.extend(opening)
-    if tiles and per_iteration:
-        for name in tiles:
-            lines.extend(_tile_load(info, plan, name, analysis.footprints[name], pad))
-    lines.extend(interior.index_declarations(plan, dims, pad))
-    lines.append(f"{pad}if ({' && '.join(f'{v} < {e}' for v, e in zip(grid, extents))})")
-    lines.append(f"{pad}    {point_call}")
-    if tiles and per_iteration:
-        lines.append(f"{pad}barrier(CLK_LOCAL_MEM_FENCE);  // the tile is reloaded in the next iteration")
-    return lines + interior.close_loops(coarse_axes, "    ")
-
-
 def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines: Optional[list[str]] = None,
              analysis: Optional[AccessAnalysis] = None) -> str:
     """OpenCL C source of the variant `plan` (default: the naive variant)."""
     plan = plan or VariantPlan.naive(info)
     if analysis is None:
         analysis = analyse_accesses(info)
-    unroll, dynamic = {}, {}
-    by_parameter = {loop.parameter: loop for loop in analysis.loops if loop.unrollable}
-    dynamic_by_parameter = {loop.parameter: loop for loop in analysis.dynamic_loops}
-    for parameter, factor in plan.unroll:
-        if parameter in dynamic_by_parameter:
-            dynamic[id(dynamic_by_parameter[parameter].node)] = factor
-        else:
-            unroll[id(by_parameter[parameter].node)] = (factor, by_parameter[parameter])
-    emitter = Emitter(info, MemoryPlan(info, plan), unroll=unroll, dynamic_unroll=dynamic)
+    # the variant's passes over the (specialised) IR: unrolling, then memory placement
+    placed = place_memory(unroll(info, analysis, dict(plan.unroll)), plan)
+    emitter = Emitter(placed, PlacedAccess(placed))
     args = kernel_args(info, plan)
     point_params, point_values = point_signature(info, args)
     extra_params, extra_values = local_array_point_params(info, plan)
@@ -536,19 +407,19 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "image_reads": images,
         "array_image_reads": array_image_reads(info, plan),
         "samplers": samplers,
-        "helpers": [helper_text(emitter, f) for f in info.helpers],
+        "helpers": [helper_text(emitter, f) for f in placed.helpers],
         "point_params": point_params,
         "point_indent": " " * len(f"void imcl_point_{info.kernel.name}("),
-        "body": "\n".join(emitter.block_lines(info.kernel.body, 1)),
+        "body": "\n".join(emitter.block_lines(placed.kernel.body, 1)),
         "kernel_params": [f"{a.ctype} {a.name}" if a.role in ("buffer", "image", "tile") else f"const {a.ctype} {a.name}"
                           for a in args],
         "kernel_indent": " " * len(f"__kernel void {info.c_name(info.kernel.name)}("),
         "kernel_attribute": _work_group_attribute(plan),
-        "kernel_body": "\n".join(kernel_body(info, plan, analysis, point_call)),
+        "kernel_body": "" if plan.interior else kernel_body(info, plan, analysis, grid_extents(info), point_call),
         "inside_points": [],
     }
     if plan.interior:
-        _add_fast_path(info, plan, analysis, unroll, point_params, point_values, point_call, context)
+        _add_fast_path(info, placed, plan, analysis, point_params, point_values, point_call, context)
     return template_env().get_template("kernel.cl.j2").render(**context)
 
 
@@ -559,10 +430,11 @@ def _work_group_attribute(plan: VariantPlan) -> str:
     return f"__attribute__((reqd_work_group_size({', '.join(map(str, sizes))})))"
 
 
-def _add_fast_path(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis, unroll: dict,
+def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
                    point_params: list[str], point_values: list[str], point_call: str, context: dict) -> None:
-    """The interior fast path (see interior.py): its per-point function and the kernel body
-    that chooses between it and the general one."""
+    """The interior fast path (see interior.py): its per-point function, printed from the placed
+    IR re-placed by passes/memory.py (interior, then vectorise), and the kernel body that
+    chooses between it and the general one."""
     tiles, stores = [], []
     params, values = list(point_params), list(point_values)
     name = f"imcl_point_{info.kernel.name}_inside"
@@ -580,23 +452,17 @@ def _add_fast_path(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysi
         params.append("const int imcl_x0")
         values.append("imcl_x0")
         note = f"; runs of {n} points along x read register tiles and stage their outputs"
-    emitter = Emitter(info, InsidePlan(info, plan, analysis, tiles, stores), unroll=unroll)
+    fast = placement.interior(placed, plan, interior.inside_images(info, analysis))
+    if plan.vector_x:
+        fast = placement.vectorise(fast, [t.image for t in tiles], stores)
+    emitter = Emitter(fast, PlacedAccess(fast, tiles))
     context["inside_points"] = [{
         "name": name, "note": note, "params": params, "indent": " " * len(f"void {name}("),
-        "body": "\n".join(emitter.block_lines(info.kernel.body, 1)),
+        "body": "\n".join(emitter.block_lines(fast.kernel.body, 1)),
     }]
     inside_call = f"{name}({', '.join(values)});"
-
-    def tile_geometry(image: str, pad: str) -> list[str]:
-        return _tile_geometry(info, plan, image, analysis.footprints[image], pad)
-
-    def tile_fill(image: str, pad: str, inside: bool) -> list[str]:
-        return _tile_fill(info, plan, image, pad, inside)
-
-    body = interior.kernel_body_with_fast_path(info, plan, analysis, grid_extents(info), point_call, inside_call,
-                                               (tile_geometry, tile_fill), tiles, stores,
-                                               local_array_copy(info, plan))
-    context["kernel_body"] = "\n".join(body)
+    context["kernel_body"] = kernel_body(info, plan, analysis, grid_extents(info), point_call, inside_call,
+                                         tiles, stores)
 
 
 # ---- launching ------------------------------------------------------------------------------------------------

@@ -122,12 +122,14 @@ def encode_columns(program: Any, space: Space, columns: Mapping[str, np.ndarray]
         return count / len(names) if names else 0.0 * ones
 
     dims = info.grid_dims
-    wg = [get(f"wg_{a}", 1) for a in AXES]
+    wg = [get(f"wg_{a}", 1) for a in AXES]  # 0: the driver's choice, a value of its own for the models
     px = [get(f"px_{a}", 1) for a in AXES]
     grid = tuple(info.grid_size) if info.grid_size else tuple(shape_xyz)
-    # as codegen's launch_geometry: points per work-item rounded up, then to whole work-groups
-    groups = [-(-(-(-g // p)) // w) for g, p, w in zip(grid, px, wg)]
-    work_items = np.prod([k * w for k, w in zip(groups, wg[:dims])], axis=0)
+    # as codegen's launch_geometry: points per work-item rounded up, then to whole work-groups (the
+    # driver's choice, unknown here, counted as groups of one: it rounds nothing up)
+    sized = [np.maximum(w, 1) for w in wg]
+    groups = [-(-(-(-g // p)) // w) for g, p, w in zip(grid, px, sized)]
+    work_items = np.prod([k * w for k, w in zip(groups, sized[:dims])], axis=0)
     points = math.prod(grid)
 
     unroll = [p for p in space.parameters if p.kind == "unroll"]

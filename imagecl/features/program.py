@@ -23,7 +23,8 @@ from ..ir.consteval import const_int
 from ..ir.walk import walk
 from ..passes.footprint import AccessAnalysis, _flatten, _own_jumps, array_bytes, loop_pattern
 from ..passes.semantic import BOUNDARY_MODES, ProgramInfo
-from ..space import DeviceLimits, Space, TunableScope, build_space
+from ..passes.specialise import specialise
+from ..space import DeviceLimits, Space, build_space
 
 # Operation kinds; the integer forms of add/mul/div are counted apart (address and fixed-point
 # arithmetic run on other units than floating point on most devices).
@@ -186,9 +187,9 @@ def program_features(info: ProgramInfo, analysis: AccessAnalysis, space: Optiona
     it) and, optionally, its tuning space (built with OpenCL's minimum device limits when not
     given, so the features do not depend on a device). A condition that the tunables decide
     (`if (ALGORITHM == 0)`) counts only the arm they take, as the compiler folds it."""
-    counter = _Counter(info)
-    with TunableScope(info, tunables or {}):
-        counter.block(info.kernel.body, 1)
+    specialised = specialise(info, tunables or {})
+    counter = _Counter(specialised)
+    counter.block(specialised.kernel.body, 1)
     if space is None:
         space = build_space(info, DeviceLimits())
     kinds: dict[str, int] = {}

@@ -18,6 +18,9 @@ class Pos:
     end_line: int = 0
     end_column: int = 0
 
+    def __deepcopy__(self, memo) -> "Pos":
+        return self  # a value: copies of the IR share it (passes/specialise.py)
+
 
 NOWHERE = Pos(0, 0)
 
@@ -40,6 +43,7 @@ class Symbol:
     pos: Pos = NOWHERE
     is_const: bool = False
     value: Optional[int] = None  # compile-time value (tunables and `const` locals with constant initialisers)
+    tunable_dependent: bool = False  # a `const` local whose value is computed from a tunable
 
 
 # ---- expressions -----------------------------------------------------------------
@@ -132,6 +136,8 @@ class Subscript(Expr):
 
     base: Name
     indices: list[Expr]
+    # where the access goes, for a kernel parameter's elements (passes/memory.py); None: not placed
+    memory: Optional[str] = field(default=None, init=False)
 
 
 @dataclass(eq=False)
@@ -226,6 +232,32 @@ class Return(Stmt):
 @dataclass(eq=False)
 class Empty(Stmt):
     pass
+
+
+# ---- statements that passes introduce (passes/unroll.py) ------------------------------
+
+
+@dataclass(eq=False)
+class Comment(Stmt):
+    """A one-line comment in the generated code, saying what a pass did."""
+
+    text: str
+
+
+@dataclass(eq=False)
+class Sequence(Stmt):
+    """Statements that stand in the enclosing block, without braces of their own (a fully
+    unrolled loop: its comment and copies)."""
+
+    body: list[Stmt]
+
+
+@dataclass(eq=False)
+class ExitUnless(Stmt):
+    """`if (!(cond)) break;`: the loop's exit test between the copies of a partially unrolled
+    loop whose trip count is not known."""
+
+    cond: Expr
 
 
 # ---- top level ------------------------------------------------------------------------

@@ -28,6 +28,9 @@ class Type:
     def __str__(self) -> str:
         return self.c_name()
 
+    def __deepcopy__(self, memo) -> "Type":
+        return self  # a value: copies of the IR share it (passes/specialise.py)
+
 
 @dataclass(frozen=True)
 class VoidType(Type):

@@ -218,7 +218,8 @@ def _fixed(expr: Optional[ir.Expr]) -> Optional[int]:
     if expr is None:
         return None
     for n in walk(expr):
-        if isinstance(n, ir.Name) and n.symbol is not None and n.symbol.kind == "tunable":
+        if isinstance(n, ir.Name) and n.symbol is not None and (n.symbol.kind == "tunable"
+                                                                or n.symbol.tunable_dependent):
             return None
     return const_int(expr)
 

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from peer_workloads import Workload
+from .peer_workloads import Workload
 
 
 class NotOffered(Exception):
@@ -299,6 +299,6 @@ def peers_for(device: str, threads: int, halide_schedulers: tuple[str, ...] = ()
     """The peers a --device run compares with."""
     if device == "nvidia":
         return [CuPyPeer(), TorchPeer()]
-    from peer_halide import SCHEDULERS, HalidePeer
+    from .peer_halide import SCHEDULERS, HalidePeer
 
     return [SciPyPeer(), OpenCVPeer(threads), HalidePeer(threads, tuple(halide_schedulers) or SCHEDULERS)]

@@ -13,8 +13,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
+from . import repository
+
+
+def _example(name: str) -> str:
+    return (repository() / "examples" / name).read_text()
+
 
 
 @dataclass
@@ -176,7 +180,7 @@ def _sobel() -> Workload:
         return {"input": _float_image(shape, rng), "dx": np.zeros(shape, np.float32),
                 "dy": np.zeros(shape, np.float32)}
 
-    return Workload("sobel", "sobel (dx, dy)", "sobel", (EXAMPLES / "sobel.icl").read_text(), (8192, 8192),
+    return Workload("sobel", "sobel (dx, dy)", "sobel", _example("sobel.icl"), (8192, 8192),
                     (256, 256), make, ("input",), ("dx", "dy"), memory_bound=True,
                     boundary="constant 0 (SciPy 'constant', OpenCV BORDER_CONSTANT, torch zero padding)", radius=1)
 
@@ -186,7 +190,7 @@ def _harris() -> Workload:
         return {"dx": rng.random(shape, dtype=np.float32) - 0.5, "dy": rng.random(shape, dtype=np.float32) - 0.5,
                 "output": np.zeros(shape, np.float32), "k": 0.04}
 
-    return Workload("harris", "harris (from dx, dy)", "harris", (EXAMPLES / "harris.icl").read_text(), (8192, 8192),
+    return Workload("harris", "harris (from dx, dy)", "harris", _example("harris.icl"), (8192, 8192),
                     (256, 256), make, ("dx", "dy"), ("output",), memory_bound=True,
                     boundary="constant 0 (SciPy 'constant', OpenCV BORDER_CONSTANT, torch zero padding)",
                     radius=1, tolerance=1e-3)
@@ -197,7 +201,7 @@ def _bilateral() -> Workload:
         return {"input": _uchar_image(shape, rng), "output": np.zeros(shape, np.uint8),
                 "sigma_spatial": 1.5, "sigma_range": 30.0}
 
-    return Workload("bilateral", "bilateral 3-D 5x5x5", "bilateral", (EXAMPLES / "bilateral.icl").read_text(),
+    return Workload("bilateral", "bilateral 3-D 5x5x5", "bilateral", _example("bilateral.icl"),
                     (256, 256, 256), (32, 48, 64), make, ("input",), ("output",), memory_bound=False,
                     boundary="clamped (Halide repeat_edge)", radius=2, max_level_difference=1)
 
@@ -208,7 +212,7 @@ def _stereo() -> Workload:
         right = np.roll(left, 3, axis=1) + rng.integers(-8, 9, shape, dtype=np.int32)
         return {"left": left, "right": right, "disparity": np.zeros(shape, np.int32)}
 
-    return Workload("stereo", "stereo disparity", "stereo", (EXAMPLES / "stereo.icl").read_text(), (256, 256),
+    return Workload("stereo", "stereo disparity", "stereo", _example("stereo.icl"), (256, 256),
                     (64, 64), make, ("left", "right"), ("disparity",), memory_bound=False,
                     boundary="clamped (Halide repeat_edge)", radius=2)
 
@@ -221,7 +225,7 @@ def _raycasting() -> Workload:
         return {"volume": volume, "output": np.zeros((h, w, 4), np.uint8),
                 "transfer": (rng.random((128, 4), dtype=np.float32) * 0.05).astype(np.float32)}
 
-    return Workload("raycasting", "raycasting", "raycasting", (EXAMPLES / "raycasting.icl").read_text(), (512, 512),
+    return Workload("raycasting", "raycasting", "raycasting", _example("raycasting.icl"), (512, 512),
                     (64, 64), make, ("volume",), ("output",), memory_bound=False, boundary="clamped (never needed)")
 
 

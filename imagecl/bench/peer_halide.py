@@ -16,8 +16,8 @@ from typing import Callable
 
 import numpy as np
 
-from peer_impls import NotOffered, Peer, PeerRun
-from peer_workloads import Workload
+from .peer_impls import NotOffered, Peer, PeerRun
+from .peer_workloads import Workload
 
 SCHEDULERS = ("Mullapudi2016", "Adams2019")
 _PLUGINS = {"Mullapudi2016": "libautoschedule_mullapudi2016.so", "Adams2019": "libautoschedule_adams2019.so"}
