@@ -16,7 +16,6 @@ import argparse
 import gzip
 import json
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +30,6 @@ from imagecl.tuner.store import Store, text_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "results" / "knowledge"
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def programs() -> tuple[dict, set]:
@@ -51,7 +49,8 @@ def load(extra: list[tuple[str, str]], tmp: Path) -> tuple[list, dict]:
     records, devices = [], {}
     pairs = [(DATA / "knowledge-h100-gpu.db.gz", DATA / "features-nvidia.json"),
              (DATA / "knowledge-h100-cpu.db.gz", DATA / "features-cpu.json"),
-             (DATA / "knowledge-epyc-cpu.db.gz", DATA / "features-epyc.json"), *[(Path(a), Path(b)) for a, b in extra]]
+             (DATA / "knowledge-epyc-cpu.db.gz", DATA / "features-epyc.json"),
+             (DATA / "knowledge-h200-gpu.db.gz", DATA / "features-h200.json"), *[(Path(a), Path(b)) for a, b in extra]]
     for db, features in pairs:
         if db.suffix == ".gz":
             plain = tmp / db.stem

@@ -148,6 +148,15 @@ def build_parser() -> argparse.ArgumentParser:
                                   "model too, and the best configurations of other programs on this device are "
                                   "measured first",
                     others="other programs")
+    tune.add_argument("--knowledge", action="append", default=[], metavar="PATH",
+                      help="a results store (.db, .db.gz) or a folder of them, with the device features "
+                           "(features*.json) and programs (programs/*.icl) its records need, whose model ranks the "
+                           "space before the search: the search measures the configurations predicted fastest first "
+                           "(repeatable; the --db store and the .icl files beside FILE always count; e.g. "
+                           "benchmarks/results/knowledge)")
+    tune.add_argument("--no-knowledge", action="store_true",
+                      help="do not start from a model of the stores' measurements of other programs, devices and "
+                           "sizes")
 
     tl = sub.add_parser("tuned", help="list or remove the configurations 'tune' recorded for imagecl.load()",
                         description="List the tuned configurations recorded in the registry ($IMAGECL_TUNED, else "
@@ -417,6 +426,8 @@ def _tune(args) -> int:
     from .progress import Progress
     from .runtime.devices import select_device
     from .tuner.engine import MeasureOptions, Measurer
+    from .tuner.knowledge.fewshot import with_knowledge
+    from .tuner.knowledge.sources import check_sources
     from .tuner.live import LiveProblem, confirm_best, size_context, store_messages, store_options
     from .tuner.simulate import SimulationError, resolve_strategy
     from .tuner.store import Store, canonical_config
@@ -438,6 +449,7 @@ def _tune(args) -> int:
     out = _output_folder(args.output, read)
     db = _store_at(args.db) if args.db else out / "measurements.db"
     _check_db(db, read)
+    check_sources(args.knowledge)
     for filename in tuned_file_names(program.name):
         check_output(out / filename, read + database_files(db), "a tuned kernel's file")
     progress = Progress("tuning")
@@ -464,6 +476,10 @@ def _tune(args) -> int:
 
         problem = LiveProblem(space, measurer, context=size_context(measurer.run.problem_size), on_measure=on_measure)
         taken = store_options(store, measurer.run, strategy, transfer=not args.no_transfer)
+        if not args.no_knowledge:
+            taken = with_knowledge(taken, store, measurer.run, program, device, tuple(reversed(shape)), strategy,
+                                   sources=args.knowledge, program_files=Path(args.file).parent.glob("*.icl"),
+                                   budget=args.budget)
         for line in store_messages(taken.info, mask(db)):
             print(line, file=sys.stderr)
         options = taken.options

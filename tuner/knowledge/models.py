@@ -10,6 +10,7 @@ known failure, so what they return is legal in the target's space by constructio
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -59,13 +60,25 @@ class _StandardizedNN:
         return self.net.predict(self._x(X))[0]
 
 
-class PairRanker:
-    """Ranks a case's candidate configurations by predicted time, predicted failures left out."""
+TARGETS = ("median", "scaled")
 
-    def __init__(self, kind: str = "forest", seed: int = 0) -> None:
+
+class PairRanker:
+    """Ranks a case's candidate configurations by predicted time, predicted failures left out.
+
+    `target`: what the regressor learns, a configuration's log time minus its case's median
+    ("median"), or that divided by the case's spread ("scaled": the interquartile range of its
+    log times, so that a case whose configurations differ by 100x does not outweigh ten whose
+    differ by 2x). `caution`: candidates are ranked by the members' mean prediction plus
+    `caution` times their standard deviation (forest only), so that of two candidates predicted
+    equally fast the one the trees agree on comes first."""
+
+    def __init__(self, kind: str = "forest", seed: int = 0, target: str = "median", caution: float = 0.0) -> None:
         if kind not in REGRESSORS:
             raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
-        self.kind, self.seed = kind, seed
+        if target not in TARGETS:
+            raise ValueError(f"unknown target '{target}' (one of {', '.join(TARGETS)})")
+        self.kind, self.seed, self.target, self.caution = kind, seed, target, float(caution)
 
     def fit(self, data: Dataset, cases: Sequence[int]) -> "PairRanker":
         from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
@@ -74,12 +87,18 @@ class PairRanker:
         ok = rows[data.ok[rows]]
         if len(ok) == 0:
             raise ValueError("no successful measurements to learn from")
-        medians = {c: float(np.median(data.log_time[ok[data.case[ok] == c]])) for c in np.unique(data.case[ok])}
-        relative = data.log_time[ok] - np.array([medians[c] for c in data.case[ok]])
+        medians, scales = {}, {}
+        for c in np.unique(data.case[ok]):
+            times = data.log_time[ok[data.case[ok] == c]]
+            medians[c] = float(np.median(times))
+            q1, q3 = np.percentile(times, [25, 75])
+            scales[c] = max(float(q3 - q1), 0.05) if self.target == "scaled" else 1.0
+        relative = (data.log_time[ok] - np.array([medians[c] for c in data.case[ok]])) / \
+            np.array([scales[c] for c in data.case[ok]])
         self.regressor = _regressor(self.kind, self.seed).fit(data.pair_features(ok), relative)
         known = sorted(medians)
         self.level = ExtraTreesRegressor(n_estimators=50, min_samples_leaf=1, random_state=self.seed).fit(
-            data.case_features[known], np.array([medians[c] for c in known]))
+            data.case_features[known], np.array([[medians[c], math.log(scales[c])] for c in known]))
         failed = ~data.ok[rows]
         self.classifier = None
         if failed.any() and not failed.all():
@@ -93,13 +112,20 @@ class PairRanker:
         """Predicted seconds and failure probability of each encoded configuration (rows of
         `configs`) of the case `case_vector`."""
         X = np.hstack([np.repeat(case_vector[None, :], len(configs), axis=0), configs])
-        level = float(self.level.predict(case_vector[None, :])[0])
-        seconds = np.exp(self.regressor.predict(X) + level)
+        level, log_scale = self.level.predict(case_vector[None, :])[0]
+        seconds = np.exp(self._relative(X) * math.exp(log_scale) + level)
         if self.classifier is not None:
             p_fail = self.classifier.predict_proba(X)[:, list(self.classifier.classes_).index(True)]
         else:
             p_fail = np.full(len(configs), 1.0 if self.always_fails else 0.0)
         return seconds, p_fail
+
+    def _relative(self, X: np.ndarray) -> np.ndarray:
+        members = getattr(self.regressor, "estimators_", None)
+        if not self.caution or members is None:
+            return self.regressor.predict(X)
+        each = np.stack([m.predict(X) for m in members])
+        return each.mean(axis=0) + self.caution * each.std(axis=0)
 
     def rank(self, case_vector: np.ndarray, configs: np.ndarray, refused: Optional[np.ndarray] = None
              ) -> tuple[np.ndarray, np.ndarray]:
