@@ -96,7 +96,7 @@ def make_ranker(spec: str, seed: int = 0) -> PairRanker:
     kind, *options = spec.split("/")
     kw: dict[str, Any] = {}
     for option in options:
-        if option in ("median", "scaled"):
+        if option in ("median", "scaled", "rank"):
             kw["target"] = option
         elif option.startswith("caution="):
             kw["caution"] = float(option.split("=", 1)[1])

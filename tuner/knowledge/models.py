@@ -11,14 +11,16 @@ known failure, so what they return is legal in the target's space by constructio
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .dataset import Dataset
 
+_NORMAL = NormalDist()
 FAIL_THRESHOLD = 0.5  # predicted failure probability above which a candidate is left out
-REGRESSORS = ("forest", "boosting", "bagged_nn")
+REGRESSORS = ("forest", "boosting", "bagged_nn", "ensemble")
 
 
 def _regressor(kind: str, seed: int) -> Any:
@@ -33,7 +35,24 @@ def _regressor(kind: str, seed: int) -> Any:
         return HistGradientBoostingRegressor(max_iter=300, learning_rate=0.08, random_state=seed)
     if kind == "bagged_nn":
         return _StandardizedNN(seed)
+    if kind == "ensemble":
+        return _Mean([_regressor("forest", seed), _regressor("boosting", seed)])
     raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
+
+
+class _Mean:
+    """The mean prediction of several regressors: trees and boosting err on different cases."""
+
+    def __init__(self, members: list) -> None:
+        self.members = members
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> "_Mean":
+        for m in self.members:
+            m.fit(X, y)
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.mean([m.predict(X) for m in self.members], axis=0)
 
 
 class _StandardizedNN:
@@ -60,7 +79,7 @@ class _StandardizedNN:
         return self.net.predict(self._x(X))[0]
 
 
-TARGETS = ("median", "scaled")
+TARGETS = ("median", "scaled", "rank")
 
 
 class PairRanker:
@@ -69,7 +88,8 @@ class PairRanker:
     `target`: what the regressor learns, a configuration's log time minus its case's median
     ("median"), or that divided by the case's spread ("scaled": the interquartile range of its
     log times, so that a case whose configurations differ by 100x does not outweigh ten whose
-    differ by 2x). `caution`: candidates are ranked by the members' mean prediction plus
+    differ by 2x), or its rank in its case as a normal score (robust to a few extreme times: what
+counts is which configurations are faster, not by how much). `caution`: candidates are ranked by the members' mean prediction plus
     `caution` times their standard deviation (forest only), so that of two candidates predicted
     equally fast the one the trees agree on comes first."""
 
@@ -92,9 +112,16 @@ class PairRanker:
             times = data.log_time[ok[data.case[ok] == c]]
             medians[c] = float(np.median(times))
             q1, q3 = np.percentile(times, [25, 75])
-            scales[c] = max(float(q3 - q1), 0.05) if self.target == "scaled" else 1.0
-        relative = (data.log_time[ok] - np.array([medians[c] for c in data.case[ok]])) / \
-            np.array([scales[c] for c in data.case[ok]])
+            scales[c] = max(float(q3 - q1), 0.05) if self.target != "median" else 1.0
+        if self.target == "rank":
+            relative = np.empty(len(ok))
+            for c in medians:
+                at = np.flatnonzero(data.case[ok] == c)
+                ranks = np.argsort(np.argsort(data.log_time[ok[at]], kind="stable"), kind="stable")
+                relative[at] = [_NORMAL.inv_cdf((r + 0.5) / len(at)) * scales[c] / 1.349 for r in ranks]
+        else:
+            relative = (data.log_time[ok] - np.array([medians[c] for c in data.case[ok]]))
+        relative = relative / np.array([scales[c] for c in data.case[ok]])
         self.regressor = _regressor(self.kind, self.seed).fit(data.pair_features(ok), relative)
         known = sorted(medians)
         self.level = ExtraTreesRegressor(n_estimators=50, min_samples_leaf=1, random_state=self.seed).fit(
