@@ -37,6 +37,7 @@ from .sources import Knowledge, gather
 MODEL_VERSION = 1  # bump when PairRanker's training changes: older cache entries are then not used
 SEEDS = 10  # configurations predicted fastest that the search measures first
 PSEUDO = 48  # predictions the strategy's model sees as prior observations
+TARGET = "scaled"  # PairRanker's target: the best in the evaluation (BENCHMARKS.md, issue 17)
 KEEP = 2  # cached models kept (the most recently used)
 
 
@@ -101,14 +102,14 @@ def _save(folder: Path, key: str, entry: dict) -> None:
         pass
 
 
-def trained_model(knowledge: Knowledge, kind: str = "forest", seed: int = 0,
+def trained_model(knowledge: Knowledge, kind: str = "forest", seed: int = 0, target: str = TARGET,
                   cache_dir: Optional[Union[str, Path]] = None) -> Optional[TrainedKnowledge]:
     """A model of every usable record of `knowledge`, from the cache where one was trained on
-    the same table; None when no record ran successfully."""
+    the same table; None when no record ran successfully. Trained on every core."""
     data, _ = assemble(knowledge.usable(), knowledge.programs, knowledge.devices)
     if not len(data.cases) or not data.ok.any():
         return None
-    key = table_key(data, kind, seed)
+    key = table_key(data, f"{kind}/{target}", seed)
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     counts = dict(cases=len(data.cases), measurements=len(data.keys),
                   programs=len({c.program_hash for c in data.cases}), devices=len({c.device for c in data.cases}))
@@ -117,7 +118,7 @@ def trained_model(knowledge: Knowledge, kind: str = "forest", seed: int = 0,
         return TrainedKnowledge(entry["model"], key, train_seconds=float(entry.get("seconds", 0.0)), cached=True,
                                 **counts)
     start = time.perf_counter()
-    model = PairRanker(kind, seed).fit(data, range(len(data.cases)))
+    model = PairRanker(kind, seed, target=target, n_jobs=-1).fit(data, range(len(data.cases)))
     seconds = time.perf_counter() - start
     _save(folder, key, {"model": model, "seconds": seconds})
     return TrainedKnowledge(model, key, train_seconds=seconds, cached=False, **counts)

@@ -23,11 +23,11 @@ FAIL_THRESHOLD = 0.5  # predicted failure probability above which a candidate is
 REGRESSORS = ("forest", "boosting", "bagged_nn", "ensemble")
 
 
-def _regressor(kind: str, seed: int) -> Any:
+def _regressor(kind: str, seed: int, n_jobs: int = 1) -> Any:
     if kind == "forest":
         from sklearn.ensemble import ExtraTreesRegressor
 
-        return ExtraTreesRegressor(n_estimators=80, min_samples_leaf=2, max_features=0.5, n_jobs=1,
+        return ExtraTreesRegressor(n_estimators=80, min_samples_leaf=2, max_features=0.5, n_jobs=n_jobs,
                                    random_state=seed)
     if kind == "boosting":
         from sklearn.ensemble import HistGradientBoostingRegressor
@@ -36,7 +36,7 @@ def _regressor(kind: str, seed: int) -> Any:
     if kind == "bagged_nn":
         return _StandardizedNN(seed)
     if kind == "ensemble":
-        return _Mean([_regressor("forest", seed), _regressor("boosting", seed)])
+        return _Mean([_regressor("forest", seed, n_jobs), _regressor("boosting", seed)])
     raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
 
 
@@ -91,14 +91,16 @@ class PairRanker:
     differ by 2x), or its rank in its case as a normal score (robust to a few extreme times: what
 counts is which configurations are faster, not by how much). `caution`: candidates are ranked by the members' mean prediction plus
     `caution` times their standard deviation (forest only), so that of two candidates predicted
-    equally fast the one the trees agree on comes first."""
+    equally fast the one the trees agree on comes first. `n_jobs`: processes for the trees (the
+    same trees whatever the number)."""
 
-    def __init__(self, kind: str = "forest", seed: int = 0, target: str = "median", caution: float = 0.0) -> None:
+    def __init__(self, kind: str = "forest", seed: int = 0, target: str = "median", caution: float = 0.0,
+                 n_jobs: int = 1) -> None:
         if kind not in REGRESSORS:
             raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
         if target not in TARGETS:
             raise ValueError(f"unknown target '{target}' (one of {', '.join(TARGETS)})")
-        self.kind, self.seed, self.target, self.caution = kind, seed, target, float(caution)
+        self.kind, self.seed, self.target, self.caution, self.n_jobs = kind, seed, target, float(caution), n_jobs
 
     def fit(self, data: Dataset, cases: Sequence[int]) -> "PairRanker":
         from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
@@ -122,7 +124,7 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         else:
             relative = (data.log_time[ok] - np.array([medians[c] for c in data.case[ok]]))
         relative = relative / np.array([scales[c] for c in data.case[ok]])
-        self.regressor = _regressor(self.kind, self.seed).fit(data.pair_features(ok), relative)
+        self.regressor = _regressor(self.kind, self.seed, self.n_jobs).fit(data.pair_features(ok), relative)
         known = sorted(medians)
         self.level = ExtraTreesRegressor(n_estimators=50, min_samples_leaf=1, random_state=self.seed).fit(
             data.case_features[known], np.array([[medians[c], math.log(scales[c])] for c in known]))
@@ -130,7 +132,7 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         self.classifier = None
         if failed.any() and not failed.all():
             self.classifier = ExtraTreesClassifier(n_estimators=80, min_samples_leaf=1, max_features=0.5,
-                                                   class_weight="balanced", n_jobs=1, random_state=self.seed
+                                                   class_weight="balanced", n_jobs=self.n_jobs, random_state=self.seed
                                                    ).fit(data.pair_features(rows), failed)
         self.always_fails = bool(failed.all())
         return self
