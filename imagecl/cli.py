@@ -446,10 +446,10 @@ def _tune(args) -> int:
     device = select_device(args.device)
     # every output is checked before the search, not after it
     read = _input_files(args.assignments, args.file)
+    check_sources(args.knowledge)
     out = _output_folder(args.output, read)
     db = _store_at(args.db) if args.db else out / "measurements.db"
     _check_db(db, read)
-    check_sources(args.knowledge)
     for filename in tuned_file_names(program.name):
         check_output(out / filename, read + database_files(db), "a tuned kernel's file")
     progress = Progress("tuning")

@@ -212,3 +212,8 @@ def test_tune_measures_the_predicted_configurations_first(sobel, cl_device, tmp_
     plain, stderr = first_measured("--knowledge", str(knowledge_db), "--no-knowledge")
     assert "predicted fastest" not in stderr
     assert not all(_area(c) <= 2 for c in plain), plain
+    # a source that is no store: refused before anything is made or measured
+    bad = subprocess.run([sys.executable, "-m", "imagecl", "tune", str(SOBEL), "--size", "64x64", "--knowledge",
+                          str(SOBEL), "-o", str(tmp_path / "never")], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and "a knowledge source is a results store" in bad.stderr
+    assert "Traceback" not in bad.stderr and not (tmp_path / "never").exists()
