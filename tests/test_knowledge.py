@@ -96,7 +96,7 @@ def _candidates(wgs):
     return enc
 
 
-@pytest.mark.parametrize("kind", ["forest", "boosting"])
+@pytest.mark.parametrize("kind", ["forest", "boosting", "ensemble"])
 def test_ranker_learns_feature_dependent_best(kind):
     model = PairRanker(kind).fit(_toy(), range(40))
     candidates = _candidates([1, 2, 4, 8])
