@@ -22,7 +22,7 @@ from imagecl.tuner.knowledge.evaluate import evaluate_split, summarize
 from imagecl.tuner.knowledge.fewshot import trained_model, with_knowledge
 from imagecl.tuner.knowledge.sources import Knowledge, KnowledgeError, check_sources, load_source
 from imagecl.tuner.live import StoreOptions
-from imagecl.tuner.store import Record, RunKey, Store, canonical_config, text_hash
+from imagecl.tuner.store import Record, RunKey, Store, text_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 SOBEL = ROOT / "examples" / "sobel.icl"
