@@ -1,70 +1,45 @@
 """Zero-shot validation of the knowledge models (issue 17; OmniTune's Table 1 schemes).
 
     python benchmarks/knowledge_eval.py --out benchmarks/results/knowledge/eval.json \\
-        [--db extra.db --features extra-features.json ...] [--methods j48,forest,boosting,bagged_nn]
+        [--db extra.db --features extra-features.json ...] [--methods j48,forest,forest/scaled,boosting,...]
 
-Loads the H100 host's GPU and CPU stores and the 2-core EPYC's small one
-(benchmarks/results/knowledge/*.db.gz), and any further
-`--db` with its device's `imagecl features` JSON, maps records to the 13 examples and the
-synthetic stencils (generate(16, 17)) by source hash, and runs five schemes: 10-fold over cases,
-synthetic-train/real-test, leave one device out, one program out, one size out. Candidates of a
+Loads the knowledge folder benchmarks/results/knowledge (the H100 host's GPU and CPU stores, the
+H200's, the 2-core EPYC's small one; their devices' features; the sources of the 13 examples and
+16 synthetic stencils measured, `generate(16, 17)`), and any further `--db` with its device's
+`imagecl features` JSON, and runs five schemes: 10-fold over cases, synthetic-train/real-test,
+leave one device out, one program out, one size out. Candidates of a
 held-out case are its measured configurations; the oracle is the best of them.
 """
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import shutil
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-import imagecl
-from imagecl.tuner.knowledge import device_from_json
 from imagecl.tuner.knowledge.dataset import assemble
 from imagecl.tuner.knowledge.evaluate import evaluate_split, results_json, summarize
-from imagecl.tuner.store import Store, text_hash
+from imagecl.tuner.knowledge.sources import Knowledge, compile_programs, load_source, read_device_features, \
+    read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "results" / "knowledge"
 
 
-def programs() -> tuple[dict, set]:
-    from synthetic_stencils import generate
-
-    out, synthetic = {}, set()
-    for path in sorted((ROOT / "examples").glob("*.icl")):
-        out[text_hash(path.read_text())] = imagecl.load(str(path))
-    for name, source in generate(16, 17):
-        h = text_hash(source)
-        out[h] = imagecl.compile(source, filename=f"{name}.icl")
-        synthetic.add(h)
-    return out, synthetic
-
-
-def load(extra: list[tuple[str, str]], tmp: Path) -> tuple[list, dict]:
-    records, devices = [], {}
-    pairs = [(DATA / "knowledge-h100-gpu.db.gz", DATA / "features-nvidia.json"),
-             (DATA / "knowledge-h100-cpu.db.gz", DATA / "features-cpu.json"),
-             (DATA / "knowledge-epyc-cpu.db.gz", DATA / "features-epyc.json"), *[(Path(a), Path(b)) for a, b in extra]]
-    for db, features in pairs:
-        if db.suffix == ".gz":
-            plain = tmp / db.stem
-            with gzip.open(db) as src, open(plain, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            db = plain
-        text = features.read_text()  # the saved output may start with a warning pyopencl printed
-        device = device_from_json(json.loads(text[text.index("{"):])["device"])
-        with Store(db, readonly=True) as store:
-            recs = list(store.records())
-        for name in {r.device for r in recs}:
-            devices[name] = device
-        records += recs
-    return records, devices
+def load(extra: list[tuple[str, str]]) -> Knowledge:
+    """The shipped knowledge folder, and each further store with its device's features (its
+    programs must be among the folder's or the examples)."""
+    knowledge = load_source(DATA)
+    for db, features in extra:
+        more = Knowledge(records=read_records(Path(db)))
+        device = read_device_features(Path(features))
+        more.devices = {name: device for name in {r.device for r in more.records}}
+        knowledge.add(more)
+    wanted = {r.program_hash for r in knowledge.records} - set(knowledge.programs)
+    knowledge.programs.update(compile_programs(sorted((ROOT / "examples").glob("*.icl")), wanted)[0])
+    return knowledge
 
 
 def schemes(data, synthetic: set, seed: int) -> dict[str, list[tuple[str, list[int], list[int]]]]:
@@ -109,10 +84,9 @@ def main() -> None:
         parser.error("give one --features per --db")
     methods = args.methods.split(",")
     start = time.monotonic()
-    with tempfile.TemporaryDirectory() as tmp:
-        records, devices = load(list(zip(args.db, args.features)), Path(tmp))
-    progs, synthetic = programs()
-    data, skipped = assemble(records, progs, devices)
+    knowledge = load(list(zip(args.db, args.features)))
+    data, skipped = assemble(knowledge.records, knowledge.programs, knowledge.devices)
+    synthetic, devices = knowledge.synthetic, knowledge.devices
     print(f"{len(data.keys)} measurements ({int(data.ok.sum())} ok) in {len(data.cases)} cases; "
           f"{skipped} records of unknown programs or devices left out", flush=True)
     report = {"date": time.strftime("%Y-%m-%d"), "devices": sorted(devices), "measurements": len(data.keys),

@@ -151,6 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
                                   "model too, and the best configurations of other programs on this device are "
                                   "measured first",
                     others="other programs")
+    tune.add_argument("--knowledge", action="append", default=[], metavar="PATH",
+                      help="a results store (.db, .db.gz) or a folder of them, with the device features "
+                           "(features*.json) and programs (programs/*.icl) its records need, whose model ranks the "
+                           "space before the search: the search measures the configurations predicted fastest first "
+                           "(repeatable; the --db store and the .icl files beside FILE always count; e.g. "
+                           "benchmarks/results/knowledge)")
+    tune.add_argument("--no-knowledge", action="store_true",
+                      help="do not start from a model of the stores' measurements of other programs, devices and "
+                           "sizes")
 
     tl = sub.add_parser("tuned", help="list or remove the configurations 'tune' recorded for imagecl.load()",
                         description="List the tuned configurations recorded in the registry ($IMAGECL_TUNED, else "
@@ -434,6 +443,8 @@ def _tune(args) -> int:
     from .progress import Progress
     from .runtime.devices import select_device
     from .tuner.engine import MeasureOptions, Measurer, Summary
+    from .tuner.knowledge.fewshot import with_knowledge
+    from .tuner.knowledge.sources import check_sources
     from .tuner.live import store_messages
     from .tuner.session import Measurement, SessionOptions, run_session
     from .tuner.simulate import SimulationError, resolve_strategy
@@ -451,6 +462,7 @@ def _tune(args) -> int:
     device = select_device(args.device)
     # every output is checked before the search, not after it
     read = _input_files(args.assignments, args.file)
+    check_sources(args.knowledge)
     out = _output_folder(args.output, read)
     db = _store_at(args.db) if args.db else out / "measurements.db"
     _check_db(db, read)
@@ -484,9 +496,14 @@ def _tune(args) -> int:
             confirming.append(Progress("confirming the best", unit="series"))
         confirming[0](done, total, summary)
 
+    def knowledge(taken, store, run, strategy, given):  # the knowledge model's seeds and prior
+        return with_knowledge(taken, store, run, program, device, tuple(reversed(shape)), strategy,
+                              sources=args.knowledge, program_files=Path(args.file).parent.glob("*.icl"),
+                              given=given, budget=args.budget)
+
     options = SessionOptions(strategy=strategy, budget=args.budget, seed=args.seed, confirm=args.confirm,
                              transfer=not args.no_transfer, on_measure=[on_measure], confirm_progress=confirm_progress,
-                             on_store=on_store)
+                             on_store=on_store, knowledge=None if args.no_knowledge else knowledge)
     with Store(db) as store, Measurer(program, arguments, store, device,
                                       MeasureOptions(timeout=args.timeout, prebuild=False)) as measurer:
         session = run_session(measurer, options)

@@ -96,7 +96,7 @@ def _candidates(wgs):
     return enc
 
 
-@pytest.mark.parametrize("kind", ["forest", "boosting"])
+@pytest.mark.parametrize("kind", ["forest", "boosting", "ensemble"])
 def test_ranker_learns_feature_dependent_best(kind):
     model = PairRanker(kind).fit(_toy(), range(40))
     candidates = _candidates([1, 2, 4, 8])
@@ -104,6 +104,18 @@ def test_ranker_learns_feature_dependent_best(kind):
         order, seconds = model.rank(np.array([f, 0.5]), candidates)
         assert candidates[order[0], WG_X] == best
         assert seconds[order[0]] == seconds.min()
+
+
+@pytest.mark.parametrize("target", ["scaled", "rank"])
+def test_ranker_targets_learn_feature_dependent_best(target):
+    model = PairRanker("forest", target=target).fit(_toy(), range(40))
+    candidates = _candidates([1, 2, 4, 8])
+    for f, best in ((0.1, 2), (0.3, 2), (0.7, 8), (0.9, 8)):
+        order, seconds = model.rank(np.array([f, 0.5]), candidates)
+        assert candidates[order[0], WG_X] == best
+        assert seconds[order[0]] == seconds.min()
+    with pytest.raises(ValueError, match="unknown target"):
+        PairRanker("forest", target="median_of_means")
 
 
 def test_j48_learns_feature_dependent_best():

@@ -181,6 +181,12 @@ def store_messages(info: Mapping[str, Any], db: Any) -> list[str]:
         plural = "s" if len(programs) != 1 else ""
         lines.append(f"starting from {transfer['seeds']} configurations of {len(programs)} other program{plural} "
                      f"tuned on this device ({', '.join(sorted(set(programs)))}) from {db}")
+    knowledge = info.get("knowledge")
+    if knowledge and knowledge.get("seeds"):
+        how = "loaded from the cache" if knowledge["cached"] else f"trained in {knowledge['train_seconds']:.1f} s"
+        lines.append(f"starting from the {knowledge['seeds']} configurations predicted fastest by a model of "
+                     f"{knowledge['measurements']:,} measurements ({knowledge['programs']} programs on "
+                     f"{knowledge['devices']} devices, {knowledge['cases']} cases; {how})")
     return lines
 
 

@@ -61,6 +61,9 @@ class SessionOptions:
     seeds: Optional[SeedProvider] = None  # configurations measured first (e.g. a knowledge model's)
     confirm_progress: Optional[Callable[[int, int, Any], None]] = None
     on_store: Optional[Callable[[dict], None]] = None  # gets what the store gave ("prior", "transfer") before the search
+    # (what the store gave, the store, the run, the strategy, the caller's strategy options) -> what
+    # the search starts from: a knowledge model's seeds and prior (tuner.knowledge.fewshot.with_knowledge)
+    knowledge: Optional[Callable[..., Any]] = None
 
 
 @dataclass
@@ -152,6 +155,8 @@ def run_session(measurer: Measurer, options: SessionOptions) -> SessionResult:
 
     given = dict(options.strategy_options or {})
     taken = store_options(measurer.store, run, fn, transfer=options.transfer, given=given)
+    if options.knowledge is not None:
+        taken = options.knowledge(taken, measurer.store, run, fn, given)
     info: dict[str, Any] = {}
     if options.seeds is not None and "seeds" not in inspect.signature(fn).parameters:
         info["seeds_unused"] = f"strategy '{name}' takes no seeds"  # said, not silently dropped

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -90,13 +90,28 @@ def best_single(data: Dataset, cases: Sequence[int]) -> Optional[np.ndarray]:
     return np.array(ranked[0][1]) if ranked else None
 
 
+def make_ranker(spec: str, seed: int = 0) -> PairRanker:
+    """A PairRanker from a method name: the regressor kind, then options after slashes
+    ("forest/scaled/caution=0.5")."""
+    kind, *options = spec.split("/")
+    kw: dict[str, Any] = {}
+    for option in options:
+        if option in ("median", "scaled", "rank"):
+            kw["target"] = option
+        elif option.startswith("caution="):
+            kw["caution"] = float(option.split("=", 1)[1])
+        else:
+            raise ValueError(f"unknown option '{option}' in method '{spec}'")
+    return PairRanker(kind, seed, **kw)
+
+
 def evaluate_split(data: Dataset, train: Sequence[int], test: Sequence[int], methods: Sequence[str],
                    seed: int = 0) -> dict[str, list[CaseResult]]:
     """Train every method on `train` cases and score it on each `test` case."""
     single = best_single(data, train)
     models = {}
     for m in methods:
-        models[m] = J48Baseline(seed).fit(data, train) if m == "j48" else PairRanker(m, seed).fit(data, train)
+        models[m] = J48Baseline(seed).fit(data, train) if m == "j48" else make_ranker(m, seed).fit(data, train)
     out: dict[str, list[CaseResult]] = {m: [] for m in [*methods, "best_single"]}
     portable = data.portable()
     for c in test:

@@ -10,21 +10,24 @@ known failure, so what they return is legal in the target's space by constructio
 """
 from __future__ import annotations
 
+import math
+from statistics import NormalDist
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .dataset import Dataset
 
+_NORMAL = NormalDist()
 FAIL_THRESHOLD = 0.5  # predicted failure probability above which a candidate is left out
-REGRESSORS = ("forest", "boosting", "bagged_nn")
+REGRESSORS = ("forest", "boosting", "bagged_nn", "ensemble")
 
 
-def _regressor(kind: str, seed: int) -> Any:
+def _regressor(kind: str, seed: int, n_jobs: int = 1) -> Any:
     if kind == "forest":
         from sklearn.ensemble import ExtraTreesRegressor
 
-        return ExtraTreesRegressor(n_estimators=80, min_samples_leaf=2, max_features=0.5, n_jobs=1,
+        return ExtraTreesRegressor(n_estimators=80, min_samples_leaf=2, max_features=0.5, n_jobs=n_jobs,
                                    random_state=seed)
     if kind == "boosting":
         from sklearn.ensemble import HistGradientBoostingRegressor
@@ -32,7 +35,24 @@ def _regressor(kind: str, seed: int) -> Any:
         return HistGradientBoostingRegressor(max_iter=300, learning_rate=0.08, random_state=seed)
     if kind == "bagged_nn":
         return _StandardizedNN(seed)
+    if kind == "ensemble":
+        return _Mean([_regressor("forest", seed, n_jobs), _regressor("boosting", seed)])
     raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
+
+
+class _Mean:
+    """The mean prediction of several regressors: trees and boosting err on different cases."""
+
+    def __init__(self, members: list) -> None:
+        self.members = members
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> "_Mean":
+        for m in self.members:
+            m.fit(X, y)
+        return self
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return np.mean([m.predict(X) for m in self.members], axis=0)
 
 
 class _StandardizedNN:
@@ -59,13 +79,28 @@ class _StandardizedNN:
         return self.net.predict(self._x(X))[0]
 
 
-class PairRanker:
-    """Ranks a case's candidate configurations by predicted time, predicted failures left out."""
+TARGETS = ("median", "scaled", "rank")
 
-    def __init__(self, kind: str = "forest", seed: int = 0) -> None:
+
+class PairRanker:
+    """Ranks a case's candidate configurations by predicted time, predicted failures left out.
+
+    `target`: what the regressor learns, a configuration's log time minus its case's median
+    ("median"), or that divided by the case's spread ("scaled": the interquartile range of its
+    log times, so that a case whose configurations differ by 100x does not outweigh ten whose
+    differ by 2x), or its rank in its case as a normal score (robust to a few extreme times: what
+counts is which configurations are faster, not by how much). `caution`: candidates are ranked by the members' mean prediction plus
+    `caution` times their standard deviation (forest only), so that of two candidates predicted
+    equally fast the one the trees agree on comes first. `n_jobs`: processes for the trees (the
+    same trees whatever the number)."""
+
+    def __init__(self, kind: str = "forest", seed: int = 0, target: str = "median", caution: float = 0.0,
+                 n_jobs: int = 1) -> None:
         if kind not in REGRESSORS:
             raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
-        self.kind, self.seed = kind, seed
+        if target not in TARGETS:
+            raise ValueError(f"unknown target '{target}' (one of {', '.join(TARGETS)})")
+        self.kind, self.seed, self.target, self.caution, self.n_jobs = kind, seed, target, float(caution), n_jobs
 
     def fit(self, data: Dataset, cases: Sequence[int]) -> "PairRanker":
         from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
@@ -74,17 +109,30 @@ class PairRanker:
         ok = rows[data.ok[rows]]
         if len(ok) == 0:
             raise ValueError("no successful measurements to learn from")
-        medians = {c: float(np.median(data.log_time[ok[data.case[ok] == c]])) for c in np.unique(data.case[ok])}
-        relative = data.log_time[ok] - np.array([medians[c] for c in data.case[ok]])
-        self.regressor = _regressor(self.kind, self.seed).fit(data.pair_features(ok), relative)
+        medians, scales = {}, {}
+        for c in np.unique(data.case[ok]):
+            times = data.log_time[ok[data.case[ok] == c]]
+            medians[c] = float(np.median(times))
+            q1, q3 = np.percentile(times, [25, 75])
+            scales[c] = max(float(q3 - q1), 0.05) if self.target != "median" else 1.0
+        if self.target == "rank":
+            relative = np.empty(len(ok))
+            for c in medians:
+                at = np.flatnonzero(data.case[ok] == c)
+                ranks = np.argsort(np.argsort(data.log_time[ok[at]], kind="stable"), kind="stable")
+                relative[at] = [_NORMAL.inv_cdf((r + 0.5) / len(at)) * scales[c] / 1.349 for r in ranks]
+        else:
+            relative = (data.log_time[ok] - np.array([medians[c] for c in data.case[ok]]))
+        relative = relative / np.array([scales[c] for c in data.case[ok]])
+        self.regressor = _regressor(self.kind, self.seed, self.n_jobs).fit(data.pair_features(ok), relative)
         known = sorted(medians)
         self.level = ExtraTreesRegressor(n_estimators=50, min_samples_leaf=1, random_state=self.seed).fit(
-            data.case_features[known], np.array([medians[c] for c in known]))
+            data.case_features[known], np.array([[medians[c], math.log(scales[c])] for c in known]))
         failed = ~data.ok[rows]
         self.classifier = None
         if failed.any() and not failed.all():
             self.classifier = ExtraTreesClassifier(n_estimators=80, min_samples_leaf=1, max_features=0.5,
-                                                   class_weight="balanced", n_jobs=1, random_state=self.seed
+                                                   class_weight="balanced", n_jobs=self.n_jobs, random_state=self.seed
                                                    ).fit(data.pair_features(rows), failed)
         self.always_fails = bool(failed.all())
         return self
@@ -93,13 +141,20 @@ class PairRanker:
         """Predicted seconds and failure probability of each encoded configuration (rows of
         `configs`) of the case `case_vector`."""
         X = np.hstack([np.repeat(case_vector[None, :], len(configs), axis=0), configs])
-        level = float(self.level.predict(case_vector[None, :])[0])
-        seconds = np.exp(self.regressor.predict(X) + level)
+        level, log_scale = self.level.predict(case_vector[None, :])[0]
+        seconds = np.exp(self._relative(X) * math.exp(log_scale) + level)
         if self.classifier is not None:
             p_fail = self.classifier.predict_proba(X)[:, list(self.classifier.classes_).index(True)]
         else:
             p_fail = np.full(len(configs), 1.0 if self.always_fails else 0.0)
         return seconds, p_fail
+
+    def _relative(self, X: np.ndarray) -> np.ndarray:
+        members = getattr(self.regressor, "estimators_", None)
+        if not self.caution or members is None:
+            return self.regressor.predict(X)
+        each = np.stack([m.predict(X) for m in members])
+        return each.mean(axis=0) + self.caution * each.std(axis=0)
 
     def rank(self, case_vector: np.ndarray, configs: np.ndarray, refused: Optional[np.ndarray] = None
              ) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,14 @@
+#pragma imcl grid(in0, output)
+#pragma imcl boundary_cond(in0:wrap,in1:wrap)
+#pragma imcl tunable(SCALE: 1, 2)
+void stencil(Image<float> in0, Image<float> in1, Image<float> output) {
+    float acc = 0.0f;
+    for (int j = 0; j <= 0; j++) {
+        for (int i = -1; i <= 1; i++) {
+            acc += (1.0f / (1.0f + (float)(i * i + j * j))) * (float)in0[idx + i][idy + j];
+            acc += (1.0f / (1.0f + (float)(i * i + j * j))) * (float)in1[idx + i][idy + j];
+        }
+    }
+    acc = acc * (float)SCALE;
+    output[idx][idy] = acc;
+}

@@ -1,0 +1,13 @@
+#pragma imcl grid(in0, output)
+#pragma imcl boundary_cond(in0:wrap)
+#pragma imcl tunable(SCALE: 1, 2)
+void stencil(Image<uchar> in0, Image<uchar> output) {
+    float acc = 0.0f;
+    for (int j = 0; j <= 0; j++) {
+        for (int i = 0; i <= 0; i++) {
+            acc += (1.0f / (1.0f + (float)(i * i + j * j))) * exp(-(float)in0[idx + i][idy + j] * (float)in0[idx + i][idy + j]);
+        }
+    }
+    acc = acc * (float)SCALE;
+    output[idx][idy] = (uchar)clamp(acc, 0.0f, 255.0f);
+}
