@@ -100,6 +100,10 @@ class Emitter:
         self.info = info
         self.plan = plan
         self.unit_indent = indent
+        # (id of a statement, depth) -> its lines, never changed once made: unrolled copies share
+        # their statements, and printing depends on nothing else (the statements live as long as
+        # the IR this emitter prints)
+        self._printed: dict[tuple[int, int], list[str]] = {}
 
     def c(self, name: str) -> str:
         """The identifier of a user name in the generated code."""
@@ -117,6 +121,13 @@ class Emitter:
         return lines
 
     def stmt(self, s: ir.Stmt, depth: int) -> list[str]:
+        key = (id(s), depth)
+        lines = self._printed.get(key)
+        if lines is None:
+            lines = self._printed[key] = self._stmt(s, depth)
+        return lines
+
+    def _stmt(self, s: ir.Stmt, depth: int) -> list[str]:
         pad = self.unit_indent * depth
         if isinstance(s, ir.Block):
             return [pad + "{"] + self.block_lines(s, depth + 1) + [pad + "}"]
