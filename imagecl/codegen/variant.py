@@ -10,13 +10,10 @@ go with it.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, TypeVar
 
-import jinja2
-
-from .. import __version__, escape
+from .. import __version__, templating
 from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.walk import walk
@@ -25,7 +22,6 @@ from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 from ..passes import memory as placement
 from ..passes.memory import place_memory
 from ..passes.unroll import unroll
-from ..resources import resource_dir
 from . import interior
 from .interior import local_images
 from .body import kernel_body, local_array_name, local_arrays, tile_extent_names, tile_origin_names
@@ -91,19 +87,6 @@ class VariantPlan:
     def span(self, axis: int) -> int:
         """Grid points one work-group covers per work-item along `axis` in one tile."""
         return 1 if self.interleaved else self.px[axis]
-
-
-@functools.lru_cache(maxsize=1)
-def template_env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    # every value a template writes into a comment goes through it (tests/test_injection.py checks the templates)
-    env.filters["comment"] = escape.comment
-    return env
 
 
 # ---- memory accesses ------------------------------------------------------------------------------------
@@ -424,7 +407,7 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
     }
     if plan.interior:
         _add_fast_path(info, placed, plan, analysis, point_params, point_values, point_call, context, memo)
-    return template_env().get_template("kernel.cl.j2").render(**context)
+    return templating.environment().get_template("kernel.cl.j2").render(**context)
 
 
 def _memoised(memo: dict, key: tuple, compute: Callable[[], T]) -> T:
