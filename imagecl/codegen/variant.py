@@ -425,7 +425,6 @@ def _placed(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
     """The variant's passes over the (specialised) IR, unrolling then memory placement, and the
     printed helpers and per-point body. They depend on the tunables, the unroll factors and the
     image- and local-memory sets only."""
-
     factors = _factors(plan)
 
     def compute() -> tuple[ProgramInfo, list[str], str]:
