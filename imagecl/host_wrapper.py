@@ -3,22 +3,21 @@ the system's OpenCL. The C lives in templates/host_wrapper.h.j2 and host_wrapper
 module works out what they print: the wrapper's parameters, its memory objects, the kernel's
 arguments in order and the arrays it downloads.
 
-User text reaches the C only through the templates' filters (imagecl/escape.py): `comment` in
+User text reaches the C only through the templates' filters (imagecl/escape.py, installed in the
+environment of imagecl/templating.py that renders the kernel too): `comment` in
 comments, `c_string` for string literals, `c_identifier` for names inside them;
 tests/test_injection.py checks that every such place in the templates has its filter.
 """
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-import jinja2
 import numpy as np
 
-from . import __version__, escape
+from . import __version__, escape, templating
 from .codegen.variant import VariantPlan, kernel_args, tile_bytes_at_launch
 from .ir import types as ty
 from .ir.names import renamed
@@ -74,18 +73,6 @@ class Download:
     bytes: str
 
 
-@functools.lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
-    from .resources import resource_dir
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    env.filters["comment"] = escape.comment
-    env.filters["c_string"] = escape.c_string
-    env.filters["c_identifier"] = escape.c_identifier
-    return env
-
-
 def render(program, plan: VariantPlan, source: str, config: Mapping[str, int], device_name: str) -> tuple[str, str]:
     """(header, implementation) of the wrapper of `plan`'s variant, whose OpenCL is `source`."""
     info = program.info
@@ -113,7 +100,7 @@ def render(program, plan: VariantPlan, source: str, config: Mapping[str, int], d
         "local": ", ".join(map(str, plan.wg)) if plan.wg else None,
         "downloads": [Download(index[n], host[n], _bytes(a, derived)) for n, a in info.arrays.items() if a.is_written],
     }
-    env = _environment()
+    env = templating.environment()
     return (env.get_template("host_wrapper.h.j2").render(**context),
             env.get_template("host_wrapper.c.j2").render(**context))
 

@@ -159,7 +159,8 @@ class Program:
         cache = self.__dict__.setdefault("_sources", {})
         if key not in cache:
             tunables = dict(plan.tunables)
-            cache[key] = generate(self.specialised(tunables), plan, config_lines, self.analysis_for(tunables))
+            memo = self.__dict__.setdefault("_generation_memo", {})
+            cache[key] = generate(self.specialised(tunables), plan, config_lines, self.analysis_for(tunables), memo)
         return cache[key]
 
     # ---- running ----------------------------------------------------------------------------------

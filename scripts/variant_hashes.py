@@ -6,6 +6,7 @@ the compiler leaves the generated code unchanged (compare two runs' JSON with `-
     python scripts/variant_hashes.py --at before.json --compare before.json
         # the configurations `before.json` hashed, on the new code: for a change that alters the
         # space (a new value), where the same seed would sample other configurations
+    python scripts/variant_hashes.py --samples 20 --timing   # also: milliseconds per distinct source
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import argparse
 import hashlib
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -30,10 +32,14 @@ LIMITS = {
 }
 
 
-def hashes(samples: int, seed: int, at: Optional[dict] = None) -> dict[str, str]:
+def hashes(samples: int, seed: int, at: Optional[dict] = None,
+           timing: Optional[dict] = None) -> dict[str, str]:
+    """Every example's source hashes; `timing` gets, per example, (distinct sources, seconds spent
+    generating them): the time inside Program.source_of only, which caches what it generated."""
     out: dict[str, str] = {}
     for path in sorted(EXAMPLES.glob("*.icl")):
         prog = imagecl.load(path)
+        spent = 0.0
         out[f"{path.stem}/naive"] = _naive(prog)
         for kind, limits in LIMITS.items():
             space = prog.space_for_limits(limits)
@@ -45,9 +51,14 @@ def hashes(samples: int, seed: int, at: Optional[dict] = None) -> dict[str, str]
             for config in configs:
                 full = space.complete(config)
                 lines = ["configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(full.items()))]
-                source = prog.source_of(space.plan(full), lines)
+                plan = space.plan(full)
+                start = time.perf_counter()
+                source = prog.source_of(plan, lines)
+                spent += time.perf_counter() - start
                 key = f"{path.stem}/{kind}/{json.dumps(full, sort_keys=True)}"
                 out[key] = hashlib.sha256(source.encode()).hexdigest()
+        if timing is not None:
+            timing[path.stem] = (len(prog.__dict__.get("_sources", {})), spent)
     return out
 
 
@@ -62,8 +73,15 @@ def main() -> int:
     ap.add_argument("-o", "--output", help="write the hashes here (JSON)")
     ap.add_argument("--compare", metavar="FILE", help="compare with an earlier run's JSON")
     ap.add_argument("--at", metavar="FILE", help="hash the configurations an earlier run's JSON holds, not a sample")
+    ap.add_argument("--timing", action="store_true", help="print the time per distinct source, per example")
     args = ap.parse_args()
-    found = hashes(args.samples, args.seed, json.loads(Path(args.at).read_text()) if args.at else None)
+    timing: dict = {}
+    found = hashes(args.samples, args.seed, json.loads(Path(args.at).read_text()) if args.at else None, timing)
+    if args.timing:
+        for name, (count, spent) in timing.items():
+            print(f"{name:16s} {count:6d} sources {1000 * spent / max(count, 1):7.2f} ms/source")
+        count, spent = sum(c for c, _ in timing.values()), sum(s for _, s in timing.values())
+        print(f"{'all':16s} {count:6d} sources {1000 * spent / max(count, 1):7.2f} ms/source ({spent:.1f} s)")
     if args.output:
         Path(args.output).write_text(json.dumps(found, indent=0, sort_keys=True))
     print(f"{len(found)} sources hashed")

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import imagecl
-from imagecl import escape
+import jinja2
+from imagecl import escape, templating
 from imagecl.cli import main
 from imagecl.export import c_wrapper, describe_variant, export_tuned
 from imagecl.tuner.kernel import KernelError, KernelTuneResult, Output, TunableKernel
@@ -126,6 +127,25 @@ def test_every_value_a_template_writes_into_a_comment_or_string_is_escaped(templ
     least_comments, least_strings = TEMPLATE_FIELDS[template]
     assert sum(place == "comment" for place, _ in placed) >= least_comments
     assert sum(place == "string" for place, _ in placed) >= least_strings
+
+
+def _filters_used(template: str) -> set[str]:
+    tags = re.findall(r"\{[{%](.*?)[%}]\}", re.sub(r"\{#.*?#\}", "", template, flags=re.S), flags=re.S)
+    return {name for tag in tags for name in re.findall(r"\|\s*([A-Za-z_]\w*)", tag)}
+
+
+def test_every_template_renders_with_every_escaping_filter():
+    """The kernel, its body and the host wrapper are rendered by environments of one making
+    (imagecl/templating.py) that all hold escape.py's filters, and have every filter any template
+    uses: a template moved from one renderer to another keeps its escaping."""
+    used = set().union(*(_filters_used(p.read_text()) for p in (ROOT / "templates").glob("*.j2")))
+    assert {"comment", "c_string", "c_identifier"} <= used
+    for env in (templating.environment(), templating.line_environment()):
+        assert env.filters["comment"] is escape.comment
+        assert env.filters["c_string"] is escape.c_string
+        assert env.filters["c_identifier"] is escape.c_identifier
+        assert used <= set(env.filters), used - set(env.filters)
+        assert env.autoescape is False and env.undefined is jinja2.StrictUndefined
 
 
 @pytest.mark.parametrize("filename", HOSTILE)

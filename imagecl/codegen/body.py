@@ -7,18 +7,14 @@ register tiles; the template lays the code out.
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import Optional
 
-import jinja2
-
-from .. import escape
+from .. import templating
 from ..ir import frame
 from ..passes import frame as frame_passes
 from ..passes.footprint import AccessAnalysis
 from ..passes.semantic import ProgramInfo
-from ..resources import resource_dir
 from . import interior
 from .emitter import names
 from .interior import RegisterTile, local_images
@@ -26,23 +22,9 @@ from .interior import RegisterTile, local_images
 AXES = "xyz"
 
 
-@functools.lru_cache(maxsize=1)
-def line_template_env() -> jinja2.Environment:
-    """Templates written one output line per template line: a line that holds only a tag vanishes."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-    env.filters["comment"] = escape.comment
-    return env
-
-
 def render_lines(template: str, **context) -> str:
     """A line template's text, without the blank lines between its macros or the last newline."""
-    return line_template_env().get_template(template).render(**context).strip("\n")
+    return templating.line_environment().get_template(template).render(**context).strip("\n")
 
 
 def kernel_body(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str], point_call: str,

@@ -100,6 +100,10 @@ class Emitter:
         self.info = info
         self.plan = plan
         self.unit_indent = indent
+        # (id of a statement, depth) -> (the statement, its lines, never changed once made):
+        # unrolled copies share their statements, and a statement's text depends on nothing else.
+        # Holding the statement keeps its id its own.
+        self._printed: dict[tuple[int, int], tuple[ir.Stmt, list[str]]] = {}
 
     def c(self, name: str) -> str:
         """The identifier of a user name in the generated code."""
@@ -117,6 +121,13 @@ class Emitter:
         return lines
 
     def stmt(self, s: ir.Stmt, depth: int) -> list[str]:
+        key = (id(s), depth)
+        printed = self._printed.get(key)
+        if printed is None:
+            printed = self._printed[key] = (s, self._stmt(s, depth))
+        return printed[1]
+
+    def _stmt(self, s: ir.Stmt, depth: int) -> list[str]:
         pad = self.unit_indent * depth
         if isinstance(s, ir.Block):
             return [pad + "{"] + self.block_lines(s, depth + 1) + [pad + "}"]

@@ -10,13 +10,10 @@ go with it.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional, TypeVar
 
-import jinja2
-
-from .. import __version__, escape
+from .. import __version__, templating
 from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.walk import walk
@@ -25,13 +22,13 @@ from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 from ..passes import memory as placement
 from ..passes.memory import place_memory
 from ..passes.unroll import unroll
-from ..resources import resource_dir
 from . import interior
 from .interior import local_images
 from .body import kernel_body, local_array_name, local_arrays, tile_extent_names, tile_origin_names
 from .emitter import AccessPlan, Emitter, names
 
 AXES = "xyz"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -90,19 +87,6 @@ class VariantPlan:
     def span(self, axis: int) -> int:
         """Grid points one work-group covers per work-item along `axis` in one tile."""
         return 1 if self.interleaved else self.px[axis]
-
-
-@functools.lru_cache(maxsize=1)
-def template_env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    # every value a template writes into a comment goes through it (tests/test_injection.py checks the templates)
-    env.filters["comment"] = escape.comment
-    return env
 
 
 # ---- memory accesses ------------------------------------------------------------------------------------
@@ -374,14 +358,17 @@ def point_signature(info: ProgramInfo, args: list[KernelArg]) -> tuple[list[str]
 
 
 def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines: Optional[list[str]] = None,
-             analysis: Optional[AccessAnalysis] = None) -> str:
-    """OpenCL C source of the variant `plan` (default: the naive variant)."""
+             analysis: Optional[AccessAnalysis] = None, memo: Optional[dict] = None) -> str:
+    """OpenCL C source of the variant `plan` (default: the naive variant).
+
+    `memo` (a dict the caller keeps for one program, e.g. Program.source_of's) holds the passes'
+    results and their printed text between calls, keyed by the few plan fields each depends on:
+    many configurations share them, and the passes and the printer are most of the cost."""
     plan = plan or VariantPlan.naive(info)
     if analysis is None:
         analysis = analyse_accesses(info)
-    # the variant's passes over the (specialised) IR: unrolling, then memory placement
-    placed = place_memory(unroll(info, analysis, dict(plan.unroll)), plan)
-    emitter = Emitter(placed, PlacedAccess(placed))
+    memo = {} if memo is None else memo
+    placed, helpers, body = _placed(info, plan, analysis, memo)
     args = kernel_args(info, plan)
     point_params, point_values = point_signature(info, args)
     extra_params, extra_values = local_array_point_params(info, plan)
@@ -400,17 +387,17 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "variant": "naive" if is_naive and not config_lines else "tuned",
         "grid_description": grid_text,
         "config_lines": config_lines or [],
-        "uses_double": uses_double(info),
+        "uses_double": _memoised(memo, ("uses_double", plan.tunables), lambda: uses_double(info)),
         "defines": [(info.c_name(n), v) for n, v in plan.tunables],
         "boundary_modes": {a.boundary for a in info.arrays.values() if a.kind == "image" and a.reads},
         "boundary_reads": buffers,
         "image_reads": images,
         "array_image_reads": array_image_reads(info, plan),
         "samplers": samplers,
-        "helpers": [helper_text(emitter, f) for f in placed.helpers],
+        "helpers": helpers,
         "point_params": point_params,
         "point_indent": " " * len(f"void imcl_point_{info.kernel.name}("),
-        "body": "\n".join(emitter.block_lines(placed.kernel.body, 1)),
+        "body": body,
         "kernel_params": [f"{a.ctype} {a.name}" if a.role in ("buffer", "image", "tile") else f"const {a.ctype} {a.name}"
                           for a in args],
         "kernel_indent": " " * len(f"__kernel void {info.c_name(info.kernel.name)}("),
@@ -419,8 +406,35 @@ def generate(info: ProgramInfo, plan: Optional[VariantPlan] = None, config_lines
         "inside_points": [],
     }
     if plan.interior:
-        _add_fast_path(info, placed, plan, analysis, point_params, point_values, point_call, context)
-    return template_env().get_template("kernel.cl.j2").render(**context)
+        _add_fast_path(info, placed, plan, analysis, point_params, point_values, point_call, context, memo)
+    return templating.environment().get_template("kernel.cl.j2").render(**context)
+
+
+def _memoised(memo: dict, key: tuple, compute: Callable[[], T]) -> T:
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
+def _factors(plan: VariantPlan) -> tuple:
+    return tuple((name, f) for name, f in plan.unroll if f > 1)  # a factor of 1 leaves its loop alone
+
+
+def _placed(info: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
+            memo: dict) -> tuple[ProgramInfo, list[str], str]:
+    """The variant's passes over the (specialised) IR, unrolling then memory placement, and the
+    printed helpers and per-point body. They depend on the tunables, the unroll factors and the
+    image- and local-memory sets only."""
+    factors = _factors(plan)
+
+    def compute() -> tuple[ProgramInfo, list[str], str]:
+        unrolled = _memoised(memo, ("unrolled", plan.tunables, factors), lambda: unroll(info, analysis, dict(factors)))
+        placed = place_memory(unrolled, plan)
+        emitter = Emitter(placed, PlacedAccess(placed))
+        return (placed, [helper_text(emitter, f) for f in placed.helpers],
+                "\n".join(emitter.block_lines(placed.kernel.body, 1)))
+
+    return _memoised(memo, ("placed", plan.tunables, factors, plan.image_mem, plan.local_mem), compute)
 
 
 def _work_group_attribute(plan: VariantPlan) -> str:
@@ -431,7 +445,8 @@ def _work_group_attribute(plan: VariantPlan) -> str:
 
 
 def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, analysis: AccessAnalysis,
-                   point_params: list[str], point_values: list[str], point_call: str, context: dict) -> None:
+                   point_params: list[str], point_values: list[str], point_call: str, context: dict,
+                   memo: dict) -> None:
     """The interior fast path (see interior.py): its per-point function, printed from the placed
     IR re-placed by passes/memory.py (interior, then vectorise), and the kernel body that
     chooses between it and the general one."""
@@ -439,8 +454,8 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
     params, values = list(point_params), list(point_values)
     name = f"imcl_point_{info.kernel.name}_inside"
     note = ""
+    n = plan.px[0] if plan.vector_x else 0
     if plan.vector_x:
-        n = plan.px[0]
         tiles = interior.register_tiles(info, analysis, plan.local_mem, plan.image_mem, n)
         stores = interior.vector_store_images(info)
         for tile in tiles:
@@ -452,13 +467,18 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
         params.append("const int imcl_x0")
         values.append("imcl_x0")
         note = f"; runs of {n} points along x read register tiles and stage their outputs"
-    fast = placement.interior(placed, plan, interior.inside_images(info, analysis))
-    if plan.vector_x:
-        fast = placement.vectorise(fast, [t.image for t in tiles], stores)
-    emitter = Emitter(fast, PlacedAccess(fast, tiles))
+
+    def fast_body() -> str:
+        fast = placement.interior(placed, plan, interior.inside_images(info, analysis))
+        if plan.vector_x:
+            fast = placement.vectorise(fast, [t.image for t in tiles], stores)
+        return "\n".join(Emitter(fast, PlacedAccess(fast, tiles)).block_lines(fast.kernel.body, 1))
+
+    # the re-placement reads the placed IR's key and, vectorised, the run's length (the register tiles)
+    key = ("inside", plan.tunables, _factors(plan), plan.image_mem, plan.local_mem, n)
     context["inside_points"] = [{
         "name": name, "note": note, "params": params, "indent": " " * len(f"void {name}("),
-        "body": "\n".join(emitter.block_lines(fast.kernel.body, 1)),
+        "body": _memoised(memo, key, fast_body),
     }]
     inside_call = f"{name}({', '.join(values)});"
     context["kernel_body"] = kernel_body(info, plan, analysis, grid_extents(info), point_call, inside_call,

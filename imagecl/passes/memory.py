@@ -14,7 +14,7 @@ import copy
 from typing import Iterable, Optional
 
 from ..ir import nodes as ir
-from ..ir.rewrite import rewrite_functions
+from ..ir.rewrite import holds_subscript, rewrite_functions
 from .semantic import ArrayInfo, ProgramInfo, grid_offset
 
 # where an image read goes
@@ -83,7 +83,7 @@ def _annotate(info: ProgramInfo, read, write) -> ProgramInfo:
         out.target = _annotated(target, memory)
         return out
 
-    return rewrite_functions(info, replace)
+    return rewrite_functions(info, replace, holds_subscript)
 
 
 def place_memory(info: ProgramInfo, plan) -> ProgramInfo:

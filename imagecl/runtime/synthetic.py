@@ -4,6 +4,11 @@ Images get uniform random pixels (floats in [0, 1), integers over their type's r
 255), fixed-size arrays random values of their shape, pointers one element per grid column
 (at least 256, enough for a lookup table of bytes). Scalars need values from the user; a
 missing one gets 1 (documented, and reported by the command line).
+
+Each image has as many axes as it is declared with: on the axes the grid has, the grid's
+extents; an image with more (a volume sampled by a 2-D grid) has EXTRA_EXTENT points on each
+other axis, or the grid's smallest extent where that is less. A user who needs another size
+passes the image itself (NAME=FILE).
 """
 from __future__ import annotations
 
@@ -18,6 +23,9 @@ from .memory import Buffer, array_bytes, check_device, check_host
 # the host holds a generated array about three times at its peak: the random draw (float64 for
 # a float image), the array, and its marshalled copy
 _GENERATION_COPIES = 3
+# points along an image's axes that the grid does not have (the depth of a volume that a 2-D
+# grid samples): the paper's volume-rendering benchmark renders a 128^3 volume
+EXTRA_EXTENT = 128
 
 
 def _random(rng: np.random.Generator, shape: tuple, element: ty.Type) -> np.ndarray:
@@ -30,6 +38,17 @@ def _random(rng: np.random.Generator, shape: tuple, element: ty.Type) -> np.ndar
     return rng.integers(max(info.min, 0), min(info.max, 255), shape, endpoint=True).astype(dtype)
 
 
+def image_shape(dims: int, grid_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The NumPy shape of a generated image of `dims` axes for a grid of `grid_shape` (NumPy
+    order): the grid's extents along x, y (and z) as far as the image has them, and along the
+    axes the grid lacks EXTRA_EXTENT points, at most the grid's smallest extent."""
+    grid_shape = tuple(grid_shape)
+    if dims <= len(grid_shape):
+        return grid_shape[len(grid_shape) - dims:]
+    extra = min(EXTRA_EXTENT, min(grid_shape))
+    return (extra,) * (dims - len(grid_shape)) + grid_shape
+
+
 def _shapes(info, grid_shape: tuple[int, ...], given: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
     """The shape of every array to generate (those not `given`), without its vector axis."""
     shapes = {}
@@ -38,7 +57,7 @@ def _shapes(info, grid_shape: tuple[int, ...], given: Mapping[str, Any]) -> dict
         if p.name in given or array is None:
             continue
         if array.kind == "image":
-            shapes[p.name] = grid_shape if array.dims == len(grid_shape) else grid_shape[-array.dims:]
+            shapes[p.name] = image_shape(array.dims, grid_shape)
         elif array.kind == "array":
             shapes[p.name] = tuple(array.shape)
         else:
