@@ -117,7 +117,6 @@ def export_tuned(program, config: Mapping[str, int], out_dir: str | Path, device
     names = tuned_file_names(program.name)
     for filename in names:
         check_output(out / filename, inputs, "a tuned kernel's file")
-    name = program.name
     config = program.space_for(device, problem_shape).complete(config)
     source = program.source_of(program.plan(config, device),
                                [f"configuration: {json.dumps(dict(config), sort_keys=True)}"])

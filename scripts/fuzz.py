@@ -287,7 +287,7 @@ class _Generator:
             self.scope["locals"] = saved
             return f"for (int {n} = {lo}; {n} <= {hi}; {n}++) {{ {body} }}"
         if choice == "while":
-            return f"while (acc < 4.0f) {{ acc += 1.0f; if (acc > 2.0f) break; }}"
+            return "while (acc < 4.0f) { acc += 1.0f; if (acc > 2.0f) break; }"
         return "{ " + self.nested(taken, depth - 1) + " }"
 
     def expr(self, depth: int) -> str:

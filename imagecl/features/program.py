@@ -12,7 +12,7 @@ once per lane.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Optional
 
 import numpy as np

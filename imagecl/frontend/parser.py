@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-from pathlib import Path
 from typing import Optional
 
 from lark import Lark, Token, Transformer, v_args
