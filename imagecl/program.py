@@ -22,6 +22,7 @@ from .runtime.devices import select_device
 from .passes.footprint import analyse_accesses
 from .passes.specialise import assignments, specialise
 from .runtime.memory import check_device, check_host, prepared_buffers
+from .runtime.timing import check_work_group_limit
 from .service.client import served_config
 from .space import DeviceLimits, Space, build_space
 
@@ -347,7 +348,9 @@ class Program:
         source = self.source_of(plan)
         program = launcher.build(run_target.device, source, context=run_target.context)
         global_size, local_size = launch_geometry(self.info, self._launch_plan(plan), tuple(reversed(grid_shape)))
-        return BuiltKernel(program, cl.Kernel(program, self.kernel_symbol), self.kernel_symbol, global_size,
+        kernel = cl.Kernel(program, self.kernel_symbol)
+        check_work_group_limit(kernel, run_target.device, local_size)
+        return BuiltKernel(program, kernel, self.kernel_symbol, global_size,
                            local_size, kernel_args(self.info, plan), tuple(reversed(grid_shape)), full, source,
                            run_target.queue, self, plan)
 

@@ -263,3 +263,47 @@ def test_built_kernel_on_a_named_device_uses_our_queue(sobel, img):
     # prog() on that device runs in the same context: its device outputs feed the built kernel
     grads = sobel(d, returns="device")
     assert grads["dx"].context == queue.context
+
+
+@pytest.mark.parametrize("how", ["numpy", "device", "built"])
+def test_a_work_group_over_the_kernels_own_limit_is_a_clear_error(monkeypatch, queue, img, how):
+    """A work-group the device allows can exceed what the built kernel allows (its registers: on
+    an H100, stereo at 64x16 gets OUT_OF_RESOURCES from the driver). Every way of running a
+    variant checks the kernel's own limit first and names it. PoCL allows every work-group its
+    device does, so the kernel's limit is lowered here to 16 work-items."""
+    from imagecl.runtime import timing
+
+    real = timing.check_work_group_limit
+
+    class Limited:  # the built kernel, with a lower limit than PoCL reports
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def get_work_group_info(self, what, device):
+            return 16 if what == cl.kernel_work_group_info.WORK_GROUP_SIZE else self.kernel.get_work_group_info(
+                what, device)
+
+    checked = []
+
+    def limited(kernel, device, local_size):
+        checked.append(local_size)
+        return real(Limited(kernel), device, local_size)
+
+    for module in ("imagecl.runtime.interop", "imagecl.program", "imagecl.runtime.launcher"):
+        monkeypatch.setattr(f"{module}.check_work_group_limit", limited)
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    config = {"wg_x": 8, "wg_y": 4}
+    with pytest.raises(imagecl.ExecutionError, match=r"work-group size \(8, 4\) exceeds this kernel's limit of 16"):
+        if how == "numpy":
+            prog(img, queue=queue, config=config)
+        elif how == "device":
+            prog(cla.to_device(queue, img), queue=queue, returns="device", config=config)
+        else:
+            prog.build(queue, size=img.shape[::-1], config=config)
+    assert checked and tuple(checked[-1]) == (8, 4)
+    # within the limit it runs, and equals the naive variant
+    small = {"wg_x": 4, "wg_y": 4}
+    tuned, naive = (prog(img, queue=queue, config=c) for c in (small, "naive"))
+    assert tuned.keys() == naive.keys()
+    for name in naive:
+        np.testing.assert_array_equal(tuned[name], naive[name])

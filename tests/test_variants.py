@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import imagecl
@@ -60,7 +60,18 @@ def check_random_variant(path: Path, seed: int) -> None:
     shape = next(iter(expected.values())).shape
     space = prog.space_for(problem_shape=shape[: prog.info.grid_dims])
     config = space.random(1, seed=seed)[0]
-    assert_same(prog(**args, config=config), expected, config)
+    assert_same(_run_within_kernel_limit(prog, args, config), expected, config)
+
+
+def _run_within_kernel_limit(prog, args, config):
+    """Run `config`; a work-group the device allows but this kernel's registers do not (NVIDIA,
+    stereo at 64x16) is refused with a clear message, and that configuration is passed over."""
+    try:
+        return prog(**args, config=config)
+    except imagecl.ExecutionError as exc:
+        if "exceeds this kernel's limit" not in str(exc):
+            raise
+        assume(False)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
@@ -101,7 +112,13 @@ def test_extreme_variants_match_naive(path):
             full = space.complete(cfg)
         except imagecl.ConfigError:
             continue  # e.g. local memory too small on this device for that corner
-        assert_same(prog(**args, config=full), expected, full)
+        try:
+            outputs = prog(**args, config=full)
+        except imagecl.ExecutionError as exc:
+            if "exceeds this kernel's limit" not in str(exc):
+                raise
+            continue  # a work-group too large for this kernel's registers on this device
+        assert_same(outputs, expected, full)
 
 
 # ---- images in image memory with different boundary conditions ------------------------------------

@@ -11,6 +11,7 @@ from ..errors import BuildError, ExecutionError
 from . import buildlog
 from .arguments import PreparedArgs
 from .devices import context_and_queue
+from .timing import check_work_group_limit
 
 _BUILD_LOCK = threading.Lock()
 _BUILT: dict[tuple, object] = {}
@@ -217,6 +218,7 @@ def run_kernel(device, program, kernel_name: str, launch: Launch,
     try:
         memory = upload(device, prepared, launch)
         kernel = bind(program, kernel_name, launch, memory)
+        check_work_group_limit(kernel, device, launch.local_size)
         event = cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
         event.wait()
         seconds = (event.profile.end - event.profile.start) * 1e-9
