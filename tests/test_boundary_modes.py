@@ -80,7 +80,7 @@ def close(got, ref):
 def test_against_scipy(mode, scipy_kwargs, config, img):
     prog = imagecl.compile(ONE.format(mode=mode), f"blur_{mode}.icl")
     ref = ndimage.correlate(img.astype(np.float64), WEIGHTS, **scipy_kwargs)
-    close(prog(img, device="pthread", config=config)["o"], ref)
+    close(prog(img, config=config)["o"], ref)
 
 
 @pytest.mark.parametrize("shape", [(1, 6), (2, 1), (3, 4)])
@@ -90,7 +90,7 @@ def test_reflect_on_images_smaller_than_the_footprint(shape):
     prog = imagecl.compile(ONE.format(mode="reflect"), "blur.icl")
     ref = ndimage.correlate(img.astype(np.float64), WEIGHTS, mode="reflect")
     for config in (None, {"image_a": 1}, {"local_a": 1, "wg_x": 2, "wg_y": 2}):
-        close(prog(img, device="pthread", config=config)["o"], ref)
+        close(prog(img, config=config)["o"], ref)
 
 
 @pytest.mark.parametrize("config", [None, {"image_a": 1, "image_b": 1}, {"image_b": 1},
@@ -104,7 +104,7 @@ def test_two_images_two_modes(config, img):
     wb = np.array([[i + 3 for j in range(-1, 2)] for i in range(-2, 3)], np.float64)
     ref = (ndimage.correlate(img.astype(np.float64), wa, mode="reflect")
            - ndimage.correlate(b.astype(np.float64), wb, mode="constant", cval=2.5))
-    got = prog(a=img, b=b, device="pthread", config=config)["o"]
+    got = prog(a=img, b=b, config=config)["o"]
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
 
 
@@ -121,7 +121,7 @@ void shift(Image<int> a, Image<int> o) {
            + 2 * ndimage.correlate(img, np.array([[0], [0], [0], [0], [1]]), mode="constant", cval=-7))
     prog = imagecl.compile(src, "shift.icl")
     for config in (None, {"image_a": 1}, {"local_a": 1, "wg_x": 4, "wg_y": 4}):
-        np.testing.assert_array_equal(prog(img, device="pthread", config=config)["o"], ref)
+        np.testing.assert_array_equal(prog(img, config=config)["o"], ref)
 
 
 def test_generated_code_reads_the_fill_and_reflects():
@@ -186,7 +186,7 @@ float* o = (float*)calloc({h * w}, sizeof(float));
 err = imcl_two_run(&k, a, {w}, {h}, b, {w}, {h}, o, {w}, {h});"""
     save = f"""FILE* f = fopen("o.bin", "wb"); fwrite(o, sizeof(float), {h * w}, f); fclose(f);"""
     build_and_run(tmp_path, prog, config, body, save)
-    expected = prog(a=img, b=b, device="pthread", config=config)["o"]
+    expected = prog(a=img, b=b, config=config)["o"]
     np.testing.assert_allclose(np.fromfile(tmp_path / "o.bin", np.float32).reshape(h, w), expected, rtol=1e-6,
                                atol=1e-6)
 
@@ -206,7 +206,7 @@ void f(Image<float> a, Image<float> o) {
     ref = ndimage.correlate(vol.astype(np.float64), k1 + k2, mode="reflect")
     prog = imagecl.compile(src3, "f3.icl")
     for config in (None, {"image_a": 1}, {"local_a": 1, "wg_x": 4, "wg_y": 2, "wg_z": 2}):
-        np.testing.assert_allclose(prog(vol, device="pthread", config=config)["o"], ref, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(prog(vol, config=config)["o"], ref, rtol=1e-5, atol=1e-5)
 
     rgba = np.random.default_rng(11).uniform(0, 1, (6, 9, 4)).astype(np.float32)
     src4 = """
@@ -220,4 +220,4 @@ void g(Image<float4> a, Image<float4> o) {
     ref4 = padded[2:-2, 3:-1] - padded[0:-4, 2:-2]
     prog4 = imagecl.compile(src4, "g.icl")
     for config in (None, {"image_a": 1}, {"local_a": 1, "wg_x": 4, "wg_y": 2}):
-        np.testing.assert_allclose(prog4(rgba, device="pthread", config=config)["o"], ref4, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(prog4(rgba, config=config)["o"], ref4, rtol=1e-6, atol=1e-6)

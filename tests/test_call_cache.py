@@ -30,7 +30,7 @@ def _program(body: str, grid: str = "input, output") -> imagecl.Program:
 
 @pytest.fixture(scope="module")
 def device():
-    return imagecl.select_device("pthread")
+    return imagecl.select_device(None)  # IMAGECL_DEVICE, else the first GPU, else the CPU
 
 
 @pytest.fixture(scope="module")
