@@ -179,3 +179,11 @@ def test_the_peer_report_says_the_spread():
         {"title": "b", "peers": [{"peer": "P", "status": "ok", "spread": 0.3, "warm": False},
                                  {"peer": "Q", "status": "ok"}]}]}  # Q: a run from before (no spread)
     assert spread_lines(result) == ["P 30% (b), not steady after its warm-up calls on b"]
+
+
+def test_the_peer_report_tells_old_runs_from_warmed_ones():
+    from imagecl.bench.peers_report import _timing_method
+
+    old = {"records": [{"title": "a", "peers": [{"peer": "P", "status": "ok", "seconds": 1.0}]}]}
+    new = {"records": [{"title": "a", "peers": [{"peer": "P", "status": "ok", "seconds": 1.0, "warmup_times": [2.0]}]}]}
+    assert "before issue 21" in _timing_method(old) and "warm-up" in _timing_method(new)

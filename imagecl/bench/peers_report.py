@@ -99,9 +99,7 @@ def device_section(result: dict) -> str:
              + "; ".join(f"{name}: {meta['timing']}" + (f" ({meta['version']})" if meta["version"] else
                                                          " (not installed)")
                          for name, meta in m["peers"].items())
-             + ". Each peer's time is the median of at least 3 calls after its warm-up: a first call whose output "
-             "was checked against ours, then calls until two consecutive ones agree within 20% (compile caches "
-             "filled); ImageCL's, of at least 3 launches after a checked one. "
+             + ". " + _timing_method(result) + " "
              "In parentheses: the time as a multiple of the fastest peer's and, for the memory-bound workloads, "
              "the bytes read once and written once over that time as a share of the copy bandwidth "
              "(% copy; the column of that name is the tuned variant's).",
@@ -163,6 +161,19 @@ def device_section(result: dict) -> str:
                                                    f"{k} failed" for k, v in n.items() if isinstance(v, dict))
                               for t, n in halide)]
     return "\n".join(lines)
+
+
+def _timing_method(result: dict) -> str:
+    """How this run's times were taken: runs before issue 21 (no warm-up record) may hold a
+    single call, a peer's compiling first call included, and are said to."""
+    warmed = any("warmup_times" in p for r in result["records"] for p in r.get("peers", []))
+    if warmed:
+        return ("Each peer's time is the median of at least 3 calls after its warm-up: a first call whose output "
+                "was checked against ours, then calls until two consecutive ones agree within 20% (compile caches "
+                "filled); ImageCL's, of at least 3 launches after a checked one.")
+    return ("Each is the median of repeated calls after a first call whose output was checked against ours "
+            "(a run from before issue 21's timing rules: a slow peer's or variant's checked first call, "
+            "compilation included, could be its only time).")
 
 
 def spread_lines(result: dict) -> list[str]:
