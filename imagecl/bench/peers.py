@@ -8,13 +8,15 @@ rerun reuses them instead of tuning again unless --retune), and every peer that 
 with the same boundary semantics (peer_impls.py, peer_halide.py). Each peer's output is checked
 against ours before its time counts; then it is called until two consecutive calls agree (its
 compile caches filled, peer_timing.py), and only the calls after count. Also measured: the
-device's copy bandwidth with a STREAM-like OpenCL copy kernel (bytes read + written), the reference for the memory-bound workloads.
+device's copy bandwidth with a STREAM-like OpenCL copy kernel (bytes read + written), the
+reference for the memory-bound workloads.
 Writes DIR/peers-<device>.json, .md and .png, and regenerates the peer section of BENCHMARKS.md
 from every DIR/peers-*.json present (peers_report.py).
 
 Timings: ImageCL columns are OpenCL profiling-event kernel times (no transfers); GPU peers are
 timed with CUDA events around the call (synchronised), CPU peers by the wall clock around the call
-with inputs already in memory. Each is the median of repeated calls after a checked first call.
+with inputs already in memory. Each is the median of at least 3 calls (launches) after the
+warm-up, with its spread.
 """
 from __future__ import annotations
 
