@@ -33,7 +33,8 @@ class PeerTiming:
     @property
     def spread(self) -> float:
         """Relative spread of the timed calls: (max - min) / median."""
-        return float((max(self.times) - min(self.times)) / self.median)
+        median = self.median
+        return float((max(self.times) - min(self.times)) / median) if median > 0 else 0.0
 
 
 def warm_then_time(call: Callable[[], float], first: float, repeats: int, max_seconds: float) -> PeerTiming:
