@@ -34,7 +34,7 @@ from .worker import worker_main
 @dataclass
 class MeasureOptions:
     timeout: float = 60.0  # seconds one configuration may take (its build included) before the watchdog
-    repeats: int = 3
+    repeats: int = 3  # timed launches per configuration (at least MIN_TIMED, runtime/timing.py), after a warm-up
     max_repeats: int = 10
     max_spread: float = 0.10  # repeat more while (max - min) / median exceeds this
     build_workers: int = 0  # 0: one per CPU core

@@ -8,6 +8,8 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
+from ..runtime.timing import MIN_TIMED, settle
+
 
 def classify(exc: BaseException) -> str:
     """The status of a failed measurement, from the exception that ended it."""
@@ -58,8 +60,9 @@ def worker_main(conn, setup: dict) -> None:
         retime = message.get("repeats")  # re-timing contenders: exactly that many launches, no early cut
         for config in message["configs"]:
             if retime:
+                # exactly `retime` launches, added to the stored ones (which hold MIN_TIMED or more)
                 result = _measure_one(config, runner, device, cache, int(retime), int(retime), max_spread, setup,
-                                      float("inf"))
+                                      float("inf"), floor=1)
             else:
                 result = _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best)
             if result.get("time") is not None:
@@ -67,7 +70,12 @@ def worker_main(conn, setup: dict) -> None:
             conn.send(result)
 
 
-def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best: float) -> dict:
+def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best: float,
+                 floor: int = MIN_TIMED) -> dict:
+    """One configuration's result: at least `floor` timed launches after a checked warm-up launch,
+    more rounds while the spread is large (see settle). A variant whose median is over 4x the best
+    so far is not a contender: it gets at most one extra round (its order among the slow ones
+    does not decide anything), a contender as many as `max_repeats` and the time budget allow."""
     import imagecl
     from imagecl.runtime import launcher
 
@@ -86,17 +94,14 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
                 raise imagecl.BuildError("the OpenCL compiler rejected the kernel", error, source)
             if binary is not None:
                 cached = launcher.preload(device, source, binary, options)
-        # a variant whose checked launch is over 4x slower than the best so far is not a contender:
-        # that launch is its one measurement (repeating it would only cost time)
-        timing = runner.time(config, repeats=repeats, verify=True, read_outputs=False,
-                             max_seconds=min(setup.get("max_seconds", 2.0), 4 * best))
+        count = max(repeats, floor)
+        timing = runner.time(config, repeats=count, verify=True, read_outputs=False)
         if timing.problem:
             result.update(status="wrong_output", error=timing.problem, time=None)
             return result
-        # more repeats while the spread stays large (noisy device, or a first-touch effect)
-        while timing.spread > max_spread and len(timing.times) < max_repeats and sum(timing.times) < 1.0:
-            extra = runner.time(config, repeats=repeats, warmup=1, read_outputs=False)
-            timing.times.extend(extra.times)
+        contender = timing.median <= 4 * best
+        timing = settle(timing, lambda: runner.time(config, repeats=count, read_outputs=False), max_spread,
+                        max_repeats, float(setup.get("max_seconds", 1.0)), max_rounds=None if contender else 1)
         result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok",
                       verified=bool(setup.get("verify", True)))
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run

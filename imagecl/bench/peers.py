@@ -6,14 +6,17 @@ For each workload (peer_workloads.py): the naive and the tuned ImageCL variant (
 project's model-based tuner for about S seconds; the measurements go to DIR/peers-tuning.db, so a
 rerun reuses them instead of tuning again unless --retune), and every peer that offers the workload
 with the same boundary semantics (peer_impls.py, peer_halide.py). Each peer's output is checked
-against ours before its time counts. Also measured: the device's copy bandwidth with a STREAM-like
-OpenCL copy kernel (bytes read + written), the reference for the memory-bound workloads.
+against ours before its time counts; then it is called until two consecutive calls agree (its
+compile caches filled, peer_timing.py), and only the calls after count. Also measured: the
+device's copy bandwidth with a STREAM-like OpenCL copy kernel (bytes read + written), the
+reference for the memory-bound workloads.
 Writes DIR/peers-<device>.json, .md and .png, and regenerates the peer section of BENCHMARKS.md
 from every DIR/peers-*.json present (peers_report.py).
 
 Timings: ImageCL columns are OpenCL profiling-event kernel times (no transfers); GPU peers are
 timed with CUDA events around the call (synchronised), CPU peers by the wall clock around the call
-with inputs already in memory. Each is the median of repeated calls after a checked first call.
+with inputs already in memory. Each is the median of at least 3 calls (launches) after the
+warm-up, with its spread.
 """
 from __future__ import annotations
 
@@ -32,10 +35,12 @@ import imagecl
 from imagecl.errors import ImageCLError
 from imagecl.runtime.devices import describe, select_device
 from imagecl.runtime.session import Session
+from imagecl.runtime.timing import MIN_TIMED
 
 from . import repository
 from .bandwidth import copy_bandwidth
 from .peer_impls import NotOffered, Peer, peers_for
+from .peer_timing import warm_then_time
 from .peer_workloads import Workload, all_workloads
 
 # ---- checking a peer's output ----------------------------------------------------------------------------
@@ -74,21 +79,15 @@ def time_peer(peer: Peer, workload: Workload, args: dict, reference: dict, repea
         if problem:
             record.update(status="wrong output", reason=problem)
             return record
-        if first > max_seconds:
-            times = [first]  # a slow peer (SciPy at full size): its checked call is its one measurement
-        else:
-            times, spent = [], 0.0
-            while len(times) < repeats and spent < max_seconds:
-                t = run.time_once()
-                times.append(t)
-                spent += t
+        timing = warm_then_time(run.time_once, first, repeats, max_seconds)
     except NotOffered as exc:
         record.update(status="n/a", reason=str(exc))
         return record
     except Exception as exc:  # noqa: BLE001 - a peer that breaks is reported, the run goes on
         record.update(status="error", reason=f"{type(exc).__name__}: {exc}"[:400])
         return record
-    record.update(status="ok", seconds=float(np.median(times)), times=times, wall_seconds=time.time() - started)
+    record.update(status="ok", seconds=timing.median, times=timing.times, spread=timing.spread,
+                  warmup_times=timing.warmup, warm=timing.settled, wall_seconds=time.time() - started)
     notes = getattr(peer, "notes", {}).get(workload.key)
     if notes:
         record["notes"] = notes
@@ -111,7 +110,7 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, retune: 
     info: dict = {"store": str(store_path)}
     slow = naive_seconds > 0.25  # big problems on a CPU: fewer timed launches per configuration
     options = MeasureOptions(timeout=max(30.0, seconds, 20 * naive_seconds), prebuild=False,
-                             repeats=2 if slow else 3, max_repeats=2 if slow else 5)
+                             repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5)
     with Store(store_path) as store, Measurer(program, args, store, device, options) as measurer:
         stored = [r for r in measurer.stored().values() if r.status == "ok"]
         info["stored_before"] = len(stored)
@@ -157,7 +156,7 @@ def imagecl_side(workload: Workload, args: dict, device, store_path: Path, tune_
     # the tuner's three fastest, timed again here as the naive variant was: one measurement is a
     # noisy pick on a busy machine; the fastest again is the tuned variant
     finalists = []
-    repeats = repeats if naive.median < 0.25 else 2  # slow kernels (big problems on a CPU): fewer launches
+    repeats = repeats if naive.median < 0.25 else MIN_TIMED  # slow kernels (big problems on a CPU): fewer
     for config in tuning["finalists"]:
         timing = session.time(program.plan(config, device), repeats=repeats, max_seconds=max_seconds, verify=True)
         if timing.problem:  # the tuner verified it; should it differ now, it is left out, and said
@@ -224,7 +223,8 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
                         ",".join(w.key for w in all_workloads()))
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU peers' threads (default: the OpenCL CPU device's compute units)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed calls per measurement (default 10 GPU, 5 CPU)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed calls per measurement, at least 3 (default 10 GPU, 5 CPU)")
     parser.add_argument("--note", default=None, help="a line for the report (the machine's state, say)")
     parser.add_argument("--tag", default=None,
                         help="results are peers-TAG.*; default the device (plus -quick), e.g. cpu-laptop")
@@ -262,7 +262,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     if args.benchmarks_md is None:
         args.benchmarks_md = str(repository() / "BENCHMARKS.md")
     out.mkdir(parents=True, exist_ok=True)
-    repeats = args.repeats or (10 if info.kind == "GPU" else 5)
+    repeats = max(MIN_TIMED, args.repeats or (10 if info.kind == "GPU" else 5))
     max_seconds = 2.0 if info.kind == "GPU" else 3.0
     machine = machine_description(args.device, info, peers)
     available = {p.name: p for p in peers if p.missing() is None}

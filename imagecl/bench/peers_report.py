@@ -99,7 +99,7 @@ def device_section(result: dict) -> str:
              + "; ".join(f"{name}: {meta['timing']}" + (f" ({meta['version']})" if meta["version"] else
                                                          " (not installed)")
                          for name, meta in m["peers"].items())
-             + ". Each is the median of repeated calls after a first call whose output was checked against ours. "
+             + ". " + _timing_method(result) + " "
              "In parentheses: the time as a multiple of the fastest peer's and, for the memory-bound workloads, "
              "the bytes read once and written once over that time as a share of the copy bandwidth "
              "(% copy; the column of that name is the tuned variant's).",
@@ -150,6 +150,9 @@ def device_section(result: dict) -> str:
     if notes:
         lines += ["", "Peers without a time (and variants left out), and why:", ""]
         lines += [f"- {n}" for n in _dedupe(notes)]
+    spreads = spread_lines(result)
+    if spreads:
+        lines += ["", "Spread of the timed calls ((max - min) / median), largest per peer: " + "; ".join(spreads) + "."]
     halide = [(r["title"], p["notes"]) for r in result["records"] for p in r.get("peers", [])
               if p.get("notes")]
     if halide:
@@ -158,6 +161,41 @@ def device_section(result: dict) -> str:
                                                    f"{k} failed" for k, v in n.items() if isinstance(v, dict))
                               for t, n in halide)]
     return "\n".join(lines)
+
+
+def _timing_method(result: dict) -> str:
+    """How this run's times were taken: runs before issue 21 (no warm-up record) may hold a
+    single call, a peer's compiling first call included, and are said to."""
+    warmed = any("warmup_times" in p for r in result["records"] for p in r.get("peers", []))
+    if warmed:
+        return ("Each peer's time is the median of at least 3 calls after its warm-up: a first call whose output "
+                "was checked against ours, then calls until two consecutive ones agree within 20% (compile caches "
+                "filled); ImageCL's, of at least 3 launches after a checked one.")
+    return ("Each is the median of repeated calls after a first call whose output was checked against ours "
+            "(a run from before issue 21's timing rules: a slow peer's or variant's checked first call, "
+            "compilation included, could be its only time).")
+
+
+def spread_lines(result: dict) -> list[str]:
+    """Per peer, its largest spread over the workloads and where (runs before issue 21 stored none;
+    a peer that did not warm up within its cap is said)."""
+    worst: dict[str, tuple[float, str]] = {}
+    cold: dict[str, list[str]] = {}
+    for r in result["records"]:
+        for p in r.get("peers", []):
+            if p["status"] != "ok" or "spread" not in p:
+                continue
+            if p["spread"] >= worst.get(p["peer"], (-1.0, ""))[0]:
+                worst[p["peer"]] = (p["spread"], r["title"])
+            if not p.get("warm", True):
+                cold.setdefault(p["peer"], []).append(r["title"])
+    out = []
+    for name, (spread, title) in worst.items():
+        text = f"{name} {spread * 100:.0f}% ({title})"
+        if name in cold:
+            text += f", not steady after its warm-up calls on {', '.join(cold[name])}"
+        out.append(text)
+    return out
 
 
 def _dedupe(items: list[str]) -> list[str]:

@@ -49,21 +49,55 @@ def check_work_group_limit(kernel: Any, device: Any, local_size: Optional[Sequen
                              "work-items on this device (registers or local memory)")
 
 
+# every stored or reported time is the median of at least this many timed launches, none of
+# them the warm-up launch (whose time includes first-launch work: PoCL compiles the work-group
+# function then, a GPU driver uploads the code)
+MIN_TIMED = 3
+
+
 def time_launches(queue: Any, launch: Callable[[], Any], restore: Callable[[], None], first_seconds: float,
                   repeats: int, warmup: int = 1, max_seconds: Optional[float] = None) -> list[float]:
     """The times of `repeats` launches after a checked launch that took `first_seconds` (which
-    counts as the first warm-up launch). `restore` gives read-and-written arrays their initial
-    data before each launch; `launch` enqueues one launch and returns its event. A variant whose
-    checked launch took over `max_seconds` is not launched again: that launch is its one time."""
+    counts as the first warm-up launch and is never among the times). `restore` gives
+    read-and-written arrays their initial data before each launch; `launch` enqueues one launch
+    and returns its event. `max_seconds` bounds the time the timed launches may take, judged from
+    the checked launch: a slow variant gets fewer launches, but never fewer than
+    min(repeats, MIN_TIMED)."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
     for _ in range(max(0, warmup - 1)):
         restore()
         launch()
-    if max_seconds is not None and first_seconds > max_seconds:
-        queue.finish()
-        return [first_seconds]
+    count = launch_count(repeats, first_seconds, max_seconds)
     events = []
-    for _ in range(repeats):
+    for _ in range(count):
         restore()
         events.append(launch())
     queue.finish()
-    return [event_seconds(e) for e in events] or [first_seconds]
+    return [event_seconds(e) for e in events]
+
+
+def launch_count(repeats: int, first_seconds: float, max_seconds: Optional[float]) -> int:
+    """How many of `repeats` timed launches fit in `max_seconds` at `first_seconds` each, never
+    fewer than min(repeats, MIN_TIMED)."""
+    if max_seconds is None or first_seconds <= 0 or first_seconds * repeats <= max_seconds:
+        return repeats
+    return max(min(repeats, MIN_TIMED), int(max_seconds // first_seconds))
+
+
+def settle(timing: Timing, more: Callable[[], Timing], max_spread: float, max_repeats: int, budget: float,
+           max_rounds: Optional[int] = None) -> Timing:
+    """`timing` (a first round of launches) with more rounds added while its spread is large:
+    `more()` times one more round (after its own warm-up launch, whose time it leaves out). Rounds
+    are added while the spread of all times exceeds `max_spread`, fewer than `max_repeats` times
+    are held, fewer than `max_rounds` extra rounds ran (None: no limit) and the next round, at the
+    median so far (its warm-up launch included), keeps the launches within `budget` seconds."""
+    launches = len(timing.times) + 1
+    rounds = 0
+    while timing.times and timing.spread > max_spread and len(timing.times) < max_repeats \
+            and (max_rounds is None or rounds < max_rounds):
+        if sum(timing.times) + timing.median * launches > budget:
+            break
+        timing.times.extend(more().times)
+        rounds += 1
+    return timing
