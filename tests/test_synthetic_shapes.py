@@ -28,7 +28,7 @@ def test_a_volume_sampled_by_a_2d_grid_gets_a_3d_random_volume_that_runs():
     assert defaulted == []
     assert args["volume"].shape == (24, 24, 40) and args["volume"].dtype == np.float32
     assert args["output"].shape == (24, 40, 4) and args["transfer"].shape == (128, 4)
-    out = prog(**args, config="naive", device="pthread")["output"]
+    out = prog(**args, config="naive")["output"]
     reference, steps = raycasting_reference(args["volume"], args["transfer"], (24, 40))
     np.testing.assert_array_equal(out, reference)
 
@@ -36,7 +36,7 @@ def test_a_volume_sampled_by_a_2d_grid_gets_a_3d_random_volume_that_runs():
 def test_measure_a_volume_renderer_at_a_2d_size(tmp_path, capsys):
     db = tmp_path / "m.db"
     code = main(["measure", str(EXAMPLES / "raycasting.icl"), "--size", "32x24", "--random", "2",
-                 "--db", str(db), "--device", "pthread"])
+                 "--db", str(db)])
     err = capsys.readouterr().err
     assert code == 0, err
     assert "Traceback" not in err and "internal error" not in err
