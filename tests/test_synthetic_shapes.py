@@ -43,4 +43,6 @@ def test_measure_a_volume_renderer_at_a_2d_size(tmp_path, capsys):
     with Store(db, readonly=True) as store:
         (run,) = store.runs()
         records = list(store.records(run))
-    assert len(records) == 2 and all(r.status == "ok" for r in records), [(r.status, r.error) for r in records]
+    # a work-group over the kernel's own limit (its registers, on a GPU) is recorded as such
+    assert len(records) == 2 and all(r.status in ("ok", "invalid_work_group") for r in records), \
+        [(r.status, r.error) for r in records]
