@@ -30,3 +30,19 @@ def store_address(request, tmp_path):
     if request.param == "sqlite":
         return str(tmp_path / "store.db")
     return request.getfixturevalue("pg_server").new_database()
+
+
+@pytest.fixture
+def built_sources(monkeypatch):
+    """Every OpenCL source prog() asks launcher.build for (one per cache miss): which variant ran,
+    where outputs are equal."""
+    from imagecl.runtime import launcher
+
+    built, real = [], launcher.build
+
+    def spy(device, source, *a, **kw):
+        built.append(source)
+        return real(device, source, *a, **kw)
+
+    monkeypatch.setattr(launcher, "build", spy)
+    return built

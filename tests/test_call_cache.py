@@ -38,19 +38,6 @@ def queue(device):
     return cl.CommandQueue(cl.Context([device]), device)
 
 
-@pytest.fixture
-def built_sources(monkeypatch):
-    """Every OpenCL source prog() asks launcher.build for: one per cache miss."""
-    from imagecl.runtime import launcher
-
-    built, real = [], launcher.build
-
-    def spy(device, source, *a, **kw):
-        built.append(source)
-        return real(device, source, *a, **kw)
-
-    monkeypatch.setattr(launcher, "build", spy)
-    return built
 
 
 def sobel_dx(img):

@@ -38,20 +38,6 @@ def _cli(*args, env):
     return subprocess.run([sys.executable, "-m", "imagecl", *args], capture_output=True, text=True, env=env)
 
 
-def _built_sources(monkeypatch) -> list:
-    """Record every OpenCL source prog() builds, to tell which variant ran (outputs are equal)."""
-    from imagecl.runtime import launcher
-
-    built, real = [], launcher.build
-
-    def spy(device, source, *a, **kw):
-        built.append(source)
-        return real(device, source, *a, **kw)
-
-    monkeypatch.setattr(launcher, "build", spy)
-    return built
-
-
 def _full(prog, config, shape):
     return prog.space_for(problem_shape=shape).complete(config)
 
@@ -96,7 +82,7 @@ def test_a_slower_record_never_replaces_a_faster_one(registry, prog):
     assert prog.tuned_config(size=(32, 24)) == _full(prog, LARGE, (24, 32))
 
 
-def test_opencl_source_shows_what_runs(registry, prog, monkeypatch):
+def test_opencl_source_shows_what_runs(registry, prog, monkeypatch, built_sources):
     device = imagecl.select_device()
     naive = prog.opencl_source()
     assert "configuration:" not in naive
@@ -107,7 +93,7 @@ def test_opencl_source_shows_what_runs(registry, prog, monkeypatch):
     assert prog.opencl_source() != naive
     # prog() runs the tuned variant too: same output as that configuration given explicitly
     img = np.random.default_rng(1).integers(0, 256, (24, 32), dtype=np.uint8)
-    built = _built_sources(monkeypatch)
+    built = built_sources
     got = prog(input=img)["output"]
     assert built == [prog.source_of(prog.plan(SMALL))]
     np.testing.assert_array_equal(got, prog(input=img, config=SMALL)["output"])
@@ -130,7 +116,7 @@ def test_old_registry_files_are_ignored(registry, prog):
     assert list(tuned.records()) == [] and prog.tuned_config(size=(32, 24)) is None
 
 
-def test_load_takes_an_exported_folder(registry, tmp_path, prog, monkeypatch):
+def test_load_takes_an_exported_folder(registry, tmp_path, prog, monkeypatch, built_sources):
     program_file = tmp_path / "box_blur.icl"
     program_file.write_text(SOURCE)
     p = imagecl.load(program_file)
@@ -139,7 +125,7 @@ def test_load_takes_an_exported_folder(registry, tmp_path, prog, monkeypatch):
     loaded = imagecl.load(out)
     assert loaded.opencl_source() == p.opencl_source(_full(p, SMALL, (24, 32)))
     img = np.random.default_rng(3).integers(0, 256, (24, 32), dtype=np.uint8)
-    built = _built_sources(monkeypatch)
+    built = built_sources
     np.testing.assert_array_equal(loaded(input=img)["output"], p(input=img, config=SMALL)["output"])
     assert built[0] == built[1] == p.source_of(p.plan(SMALL))  # the folder's configuration ran
     program_file.write_text(SOURCE.replace("+ 12) / 25", "+ 13) / 25"))
