@@ -264,7 +264,11 @@ class Program:
             check_device(buffers, target.device)
             plan, _ = self._plan_for(target.device, prepared.grid_shape, config, config_key)
             program = launcher.build(target.device, self.source_of(plan), context=target.context)
-            ready = Ready(program, self.launch_for(plan, prepared),
+            launch = self.launch_for(plan, prepared)
+            # a work-group the device allows may still be too large for this kernel's registers: say
+            # so instead of the driver's OUT_OF_RESOURCES
+            launcher.check_launch(program, self.kernel_symbol, target.device, launch.local_size)
+            ready = Ready(program, launch,
                           [b for b, n in zip(buffers, prepared.arrays) if n in prepared.outputs])
             if key is not None:
                 if len(cache) > 256:

@@ -290,7 +290,7 @@ def test_a_work_group_over_the_kernels_own_limit_is_a_clear_error(monkeypatch, q
         checked.append(local_size)
         return real(Limited(kernel), device, local_size)
 
-    for module in ("imagecl.runtime.interop", "imagecl.program", "imagecl.runtime.launcher"):
+    for module in ("imagecl.program", "imagecl.runtime.launcher"):
         monkeypatch.setattr(f"{module}.check_work_group_limit", limited)
     prog = imagecl.load(EXAMPLES / "sobel.icl")
     config = {"wg_x": 8, "wg_y": 4}

@@ -18,7 +18,6 @@ import numpy as np
 from ..errors import ArgumentError, ExecutionError
 from .arguments import PreparedArgs
 from .devices import context_and_queue, select_device
-from .timing import check_work_group_limit
 
 RETURNS = ("numpy", "device")
 
@@ -204,9 +203,6 @@ def enqueue(target: Target, kernel_name: str, program: Any, launch: Any, prepare
                                              hostbuf=np.ascontiguousarray(given))
         buffers = {n: (m.data if is_device_array(m) else m) for n, m in memory.items()}
         kernel = bind(program, kernel_name, launch, buffers)
-        # a work-group the device allows may still be too large for this kernel's registers: say so
-        # instead of the driver's OUT_OF_RESOURCES
-        check_work_group_limit(kernel, target.device, launch.local_size)
         waits.extend(e for a in outputs.values() for e in a.events)
         event = cl.enqueue_nd_range_kernel(target.queue, kernel, launch.global_size, launch.local_size,
                                            wait_for=waits or None)

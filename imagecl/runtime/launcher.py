@@ -109,6 +109,12 @@ def _kernel(program, name: str):
     return kernel
 
 
+def check_launch(program, kernel_name: str, device, local_size) -> None:
+    """ExecutionError when `local_size` is over what the built kernel allows on `device` (its
+    registers can lower the device's limit): once per built program and launch, not per call."""
+    check_work_group_limit(_kernel(program, kernel_name), device, local_size)
+
+
 @dataclass
 class Launch:
     """One launch: kernel argument values in order, sizes, and which arrays travel as images.
