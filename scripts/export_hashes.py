@@ -17,6 +17,7 @@ from pathlib import Path
 
 import imagecl
 from imagecl.export import export_tuned
+from variant_hashes import compare  # this folder's: the same report for both kinds of hash
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -48,15 +49,7 @@ def main() -> int:
     if args.output:
         Path(args.output).write_text(json.dumps(found, indent=0, sort_keys=True))
     print(f"{len(found)} files hashed")
-    if args.compare:
-        before = json.loads(Path(args.compare).read_text())
-        changed = sorted(k for k in set(before) & set(found) if before[k] != found[k])
-        for key in changed[:50]:
-            print("changed:", key)
-        print(f"changed: {len(changed)}\nonly before: {len(set(before) - set(found))}\n"
-              f"only now: {len(set(found) - set(before))}")
-        return 1 if changed or set(before) != set(found) else 0
-    return 0
+    return compare(Path(args.compare), found) if args.compare else 0
 
 
 if __name__ == "__main__":

@@ -85,17 +85,21 @@ def main() -> int:
     if args.output:
         Path(args.output).write_text(json.dumps(found, indent=0, sort_keys=True))
     print(f"{len(found)} sources hashed")
-    if args.compare:
-        before = json.loads(Path(args.compare).read_text())
-        changed = sorted(k for k in before.keys() & found.keys() if before[k] != found[k])
-        missing = sorted(before.keys() - found.keys())
-        new = sorted(found.keys() - before.keys())
-        for label, keys in (("changed", changed), ("only before", missing), ("only now", new)):
-            print(f"{label}: {len(keys)}")
-            for k in keys[:20]:
-                print("   ", k)
-        return 1 if changed or missing or new else 0
-    return 0
+    return compare(Path(args.compare), found) if args.compare else 0
+
+
+def compare(earlier: Path, found: dict[str, str]) -> int:
+    """Print what differs from an earlier run's JSON (changed, only before, only now, a few keys
+    of each); 1 if anything does."""
+    before = json.loads(earlier.read_text())
+    changed = sorted(k for k in before.keys() & found.keys() if before[k] != found[k])
+    missing = sorted(before.keys() - found.keys())
+    new = sorted(found.keys() - before.keys())
+    for label, keys in (("changed", changed), ("only before", missing), ("only now", new)):
+        print(f"{label}: {len(keys)}")
+        for k in keys[:20]:
+            print("   ", k)
+    return 1 if changed or missing or new else 0
 
 
 if __name__ == "__main__":
