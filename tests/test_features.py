@@ -281,7 +281,7 @@ def test_size_features():
 
 @pytest.fixture(scope="module")
 def pocl():
-    return select_device("pthread")
+    return select_device("cpu")
 
 
 def test_device_features_from_queries(pocl):
@@ -392,7 +392,7 @@ def run_cli(capsys, *argv):
 
 def test_cli_prints_json(capsys):
     code, out, err = run_cli(capsys, "features", str(EXAMPLES / "convolution.icl"), "--size", "64x48",
-                             "--device", "pthread", "--no-measure", "--config", '{"wg_x": 8, "px_y": 2}')
+                             "--device", "cpu", "--no-measure", "--config", '{"wg_x": 8, "px_y": 2}')
     assert code == 0, err
     data = json.loads(out)
     assert set(data) == {"program", "device", "size", "config"}
@@ -401,7 +401,7 @@ def test_cli_prints_json(capsys):
     assert (data["size"]["width"], data["size"]["height"]) == (64, 48)
     assert data["config"]["wg_x"] == 8 and data["config"]["work_items"] == 64 * 24
     code, out, err = run_cli(capsys, "features", str(EXAMPLES / "bilateral3d.icl"), "--size", "16x8x4",
-                             "--device", "pthread", "--no-measure")
+                             "--device", "cpu", "--no-measure")
     assert code == 0, err
     data = json.loads(out)
     assert data["size"]["depth"] == 4 and "config" not in data and data["program"]["grid_dims"] == 3
@@ -418,7 +418,7 @@ void f(float* out, int n) {
 
 def test_cli_fixed_grid_size_is_the_size(capsys, tmp_path):
     (tmp_path / "fixed.icl").write_text(FIXED_GRID)
-    code, out, err = run_cli(capsys, "features", str(tmp_path / "fixed.icl"), "--device", "pthread", "--no-measure",
+    code, out, err = run_cli(capsys, "features", str(tmp_path / "fixed.icl"), "--device", "cpu", "--no-measure",
                              "--config", '{"wg_x": 8, "wg_y": 2}')
     assert code == 0, err
     data = json.loads(out)

@@ -156,7 +156,7 @@ def test_hostile_program_path_cannot_change_the_kernel(filename):
     source = program.opencl_source()
     assert not any(line.lstrip().startswith("#define") for line in source.splitlines())
     img = np.random.default_rng(1).random((23, 37), dtype=np.float32) + 0.5
-    out = program(input=img, device="pthread")["output"]
+    out = program(input=img, device="cpu")["output"]
     np.testing.assert_allclose(out, 2.0 * img, rtol=1e-6)
 
 
@@ -166,7 +166,7 @@ def test_hostile_path_on_disk_through_the_cli(tmp_path, capsys):
     (folder / "double.icl").write_text(DOUBLE)
     np.save(tmp_path / "in.npy", np.full((9, 11), 1.5, np.float32))
     assert main(["run", str(folder / "double.icl"), f"input={tmp_path / 'in.npy'}",
-                 "-o", f"output={tmp_path / 'out.npy'}", "--device", "pthread"]) == 0
+                 "-o", f"output={tmp_path / 'out.npy'}", "--device", "cpu"]) == 0
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), np.full((9, 11), 3.0, np.float32))
     assert main(["compile", str(folder / "double.icl"), "-o", str(tmp_path / "double.cl")]) == 0
     first = (tmp_path / "double.cl").read_text().splitlines()[0]
@@ -175,7 +175,7 @@ def test_hostile_path_on_disk_through_the_cli(tmp_path, capsys):
 
 def test_hostile_configuration_lines_stay_in_their_comment():
     program = imagecl.compile(DOUBLE, "double.icl")
-    plan = program.plan({}, "pthread")
+    plan = program.plan({}, "cpu")
     source = program.source_of(plan, ["configuration: */\n#define get_global_id(d) 0\n/*"])
     assert not any(line.lstrip().startswith("#define") for line in source.splitlines())
 
@@ -192,7 +192,7 @@ def test_hostile_path_and_device_name_in_the_c_wrapper_stay_comments(tmp_path, m
     and defines no symbol but the wrapper's own: the injected initialiser is inert."""
     monkeypatch.setattr("imagecl.export.select_name", lambda device: "GPU */ int imcl_injected_device = 1; /*")
     program = imagecl.compile(DOUBLE, filename)
-    paths = export_tuned(program, {}, tmp_path / "out", "pthread")
+    paths = export_tuned(program, {}, tmp_path / "out", "cpu")
     impl = tmp_path / "out" / "imcl_double_it.c"
     assert impl in paths
     obj = tmp_path / "w.o"
@@ -268,9 +268,9 @@ def test_sql_text_is_data(tmp_path):
 
 def test_description_json_round_trips_hostile_text():
     program = imagecl.compile(DOUBLE, "a\"b\\c\n\u2028\udcff.icl")
-    data = json.loads(json.dumps(describe_variant(program, {}, "pthread")))
+    data = json.loads(json.dumps(describe_variant(program, {}, "cpu")))
     assert data["program"] == program.filename
-    header, impl = c_wrapper(program, {}, "pthread")
+    header, impl = c_wrapper(program, {}, "cpu")
     assert "\n#define" not in header.split("#ifndef")[0]
 
 

@@ -253,7 +253,7 @@ def test_config_takes_the_json_description_tune_writes(tmp_path, capsys):
     config = {"wg_x": 8, "wg_y": 4, "px_x": 2, "px_y": 1, "interleaved": 1, "image_input": 0, "local_input": 0,
               "interior": 1, "vector_x": 0}
     description = tmp_path / "sobel.json"
-    description.write_text(json.dumps(describe_variant(program, config, "pthread", (32, 64), measured=1e-4)))
+    description.write_text(json.dumps(describe_variant(program, config, "cpu", (32, 64), measured=1e-4)))
     code, from_description, err = cli(capsys, "compile", EXAMPLES / "sobel.icl", "--config", f"@{description}")
     assert code == 0, err
     code, direct, err = cli(capsys, "compile", EXAMPLES / "sobel.icl", "--config", json.dumps(config))
@@ -275,7 +275,7 @@ def test_build_warnings_stay_out_of_api_output_unless_asked(capfd, monkeypatch, 
     from imagecl.runtime.devices import select_device
     from imagecl.runtime.launcher import build
 
-    device = select_device("pthread")
+    device = select_device("cpu")
     monkeypatch.delenv("IMAGECL_BUILD_LOG", raising=False)
     token = uuid.uuid4().hex
     build(device, WARNING_KERNEL.format(token=token))
@@ -308,7 +308,7 @@ def test_build_warnings_stay_out_of_tune_kernel_unless_verbose(tmp_path):
             "kernel.set_arguments([x, Output(np.zeros(64, np.float32))])\nkernel.set_reference({1: 2 * x})\n")
         env = {k: v for k, v in os.environ.items() if k != "IMAGECL_BUILD_LOG"}
         result = subprocess.run([sys.executable, "-m", "imagecl", "tune-kernel", str(spec), "--strategy", "exhaustive",
-                                 "--confirm", "0", "--device", "pthread", "-o", str(tmp_path / token)]
+                                 "--confirm", "0", "--device", "cpu", "-o", str(tmp_path / token)]
                                 + (["--verbose"] if verbose else []), capture_output=True, text=True, env=env)
         assert result.returncode == 0, result.stderr
         return result, token

@@ -77,7 +77,7 @@ def test_a_hanging_naive_variant_gives_way_to_another_reference_and_the_rest_is_
     configs = [{"T": 0}, {"T": 1}, {"T": 0, "wg_x": 2}]
     started = time.time()
     with Store(tmp_path / "h.db") as store:
-        summary = measure(prog, _ints(), configs, store, device="pthread", options=MeasureOptions(timeout=2))
+        summary = measure(prog, _ints(), configs, store, device="cpu", options=MeasureOptions(timeout=2))
         records = _by_t(store)
     elapsed = time.time() - started
     assert elapsed < 60, elapsed  # it waited 120 s for the reference and recorded nothing
@@ -94,7 +94,7 @@ def test_a_reference_that_never_finishes_is_a_clear_error_not_a_long_wait(tmp_pa
         with pytest.raises(ImageCLError, match=r"^neither the naive variant of 'spin' with T=1 nor the naive variant "
                                                r"of 'spin' with T=2, the reference every variant is checked against, "
                                                r"did not finish within 1 s"):
-            measure(prog, _ints(), [{"T": 1}], store, device="pthread", options=MeasureOptions(timeout=1))
+            measure(prog, _ints(), [{"T": 1}], store, device="cpu", options=MeasureOptions(timeout=1))
         assert list(store.records()) == []
     assert time.time() - started < 40
 
@@ -106,7 +106,7 @@ def test_the_cli_measures_a_program_whose_naive_variant_hangs(tmp_path, cache_di
     configs = tmp_path / "configs.json"
     configs.write_text('[{"T": 1}, {"T": 0}]')
     assert main(["measure", str(source), "--size", "6x4", "--configs", str(configs), "--db", str(db),
-                 "--timeout", "2", "--device", "pthread"]) == 0
+                 "--timeout", "2", "--device", "cpu"]) == 0
     captured = capsys.readouterr()
     note = ("note: the naive variant of 'spin' with T=1 (the reference every variant is checked against) did not "
             "finish within 2 s; variants are checked against the naive variant of 'spin' with T=0 instead")
@@ -130,7 +130,7 @@ def test_tune_keeps_the_default_when_every_pick_of_the_search_times_out(tmp_path
     source.write_text(HANG_SECOND)
     out = tmp_path / "out"
     code = main(["tune", str(source), "--size", "6x4", "--budget", "2", "--timeout", "1", "--confirm", "0",
-                 "--device", "pthread", "--no-transfer", "-o", str(out)])
+                 "--device", "cpu", "--no-transfer", "-o", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "none of the 2 configurations the search measured ran successfully" in captured.err
@@ -151,7 +151,7 @@ def test_a_hanging_reference_kernel_is_a_clear_error(tmp_path, cache_dir):
     started = time.time()
     with pytest.raises(ImageCLError, match=r"^the reference kernel 'ref', the reference every variant is checked "
                                            r"against, did not finish within 1 s"):
-        k.tune(device="pthread", store=tmp_path / "k.db", timeout=1)
+        k.tune(device="cpu", store=tmp_path / "k.db", timeout=1)
     assert time.time() - started < 30
 
 
@@ -160,7 +160,7 @@ def test_a_hanging_reference_kernel_is_a_clear_error(tmp_path, cache_dir):
 def _run_key(prog, shape):
     from imagecl.tuner.target import run_key
 
-    return run_key(prog, imagecl.select_device("pthread"), shape)
+    return run_key(prog, imagecl.select_device("cpu"), shape)
 
 
 def test_done_keys_retries_timeouts_only_when_a_run_allows_more_time(tmp_path):
@@ -181,13 +181,13 @@ def test_done_keys_retries_timeouts_only_when_a_run_allows_more_time(tmp_path):
 def test_a_stored_timeout_is_measured_again_with_a_larger_timeout_and_replaced(tmp_path, cache_dir):
     prog = imagecl.compile(COPY, "copy.icl")
     args = {"a": np.random.default_rng(0).random((8, 8), dtype=np.float32)}
-    config = prog.space_for("pthread", (8, 8)).complete({"wg_x": 2})
-    with Store(tmp_path / "r.db") as store, Measurer(prog, args, store, "pthread",
+    config = prog.space_for("cpu", (8, 8)).complete({"wg_x": 2})
+    with Store(tmp_path / "r.db") as store, Measurer(prog, args, store, "cpu",
                                                      MeasureOptions(timeout=0.5)) as small:
         store.add(small.run, Record(config, "timeout", None, error="no result within 0.5 s", limit=0.5))
         same = small.measure([config])
         assert (same.skipped, same.measured) == (1, 0)
-        with Measurer(prog, args, store, "pthread", MeasureOptions(timeout=20)) as large:
+        with Measurer(prog, args, store, "cpu", MeasureOptions(timeout=20)) as large:
             again = large.measure([config])
             assert (again.skipped, again.measured) == (0, 1)
             (record,) = list(store.records())
@@ -199,9 +199,9 @@ def test_a_search_measures_a_stored_timeout_again_when_it_allows_more_time(tmp_p
 
     prog = imagecl.compile(COPY, "copy.icl")
     args = {"a": np.random.default_rng(0).random((8, 8), dtype=np.float32)}
-    space = prog.space_for("pthread", (8, 8))
+    space = prog.space_for("cpu", (8, 8))
     stale, kept = space.complete({"wg_x": 2}), space.complete({"wg_x": 4})
-    with Store(tmp_path / "s.db") as store, Measurer(prog, args, store, "pthread",
+    with Store(tmp_path / "s.db") as store, Measurer(prog, args, store, "cpu",
                                                      MeasureOptions(timeout=20)) as measurer:
         store.add(measurer.run, Record(stale, "timeout", None, limit=0.5))
         store.add(measurer.run, Record(kept, "timeout", None, limit=30.0))
@@ -258,7 +258,7 @@ def test_invalid_timeouts_are_rejected_by_the_api(bad, tmp_path):
         return  # None is "no timeout" for a program's run
     prog = imagecl.compile(COPY, "copy.icl")
     with pytest.raises(ArgumentError, match="timeout must be a finite number of seconds > 0"):
-        prog(a=np.ones((4, 4), np.float32), device="pthread", timeout=bad)
+        prog(a=np.ones((4, 4), np.float32), device="cpu", timeout=bad)
 
 
 def test_tunable_kernel_rejects_an_invalid_timeout_before_measuring(tmp_path):
@@ -269,7 +269,7 @@ def test_tunable_kernel_rejects_an_invalid_timeout_before_measuring(tmp_path):
     k.set_arguments([Output(np.zeros(8, np.float32))])
     k.set_reference({0: np.ones(8, np.float32)})
     with pytest.raises(ArgumentError, match="timeout must be"):
-        k.tune(device="pthread", store=tmp_path / "k.db", timeout=0)
+        k.tune(device="cpu", store=tmp_path / "k.db", timeout=0)
     assert not (tmp_path / "k.db").exists()
 
 
@@ -278,16 +278,16 @@ def test_tunable_kernel_rejects_an_invalid_timeout_before_measuring(tmp_path):
 def test_a_run_with_a_timeout_gives_the_same_outputs_and_a_hanging_one_is_stopped(cache_dir):
     prog = imagecl.compile(COPY, "copy.icl")
     img = np.random.default_rng(1).random((5, 7), dtype=np.float32)
-    out = prog(a=img, device="pthread", timeout=30)
+    out = prog(a=img, device="cpu", timeout=30)
     np.testing.assert_array_equal(out["o"], img * 2)  # the reference: NumPy
     hang = imagecl.compile(HANG_FIRST, "spin.icl")
     started = time.time()
     with pytest.raises(ExecutionError, match=r"'spin' did not finish within 1 s on .*the run was stopped"):
-        hang(a=_ints()["a"], device="pthread", timeout=1)
+        hang(a=_ints()["a"], device="cpu", timeout=1)
     assert time.time() - started < 30
     # a mistake is reported as without a timeout, by the caller
     with pytest.raises(ArgumentError, match="needs dtype float32"):
-        prog(a=img.astype(np.float64), device="pthread", timeout=5)
+        prog(a=img.astype(np.float64), device="cpu", timeout=5)
 
 
 def test_imagecl_run_timeout(tmp_path, cache_dir, capsys):
@@ -295,12 +295,12 @@ def test_imagecl_run_timeout(tmp_path, cache_dir, capsys):
     source.write_text(HANG_FIRST)
     np.save(tmp_path / "a.npy", _ints()["a"])
     started = time.time()
-    code = main(["run", str(source), f"a={tmp_path / 'a.npy'}", "--timeout", "1", "--device", "pthread",
+    code = main(["run", str(source), f"a={tmp_path / 'a.npy'}", "--timeout", "1", "--device", "cpu",
                  "--config", '{"T": 1}'])
     err = capsys.readouterr().err
     assert code == 1 and "imagecl: error: 'spin' did not finish within 1 s" in err
     assert time.time() - started < 30
-    assert main(["run", str(source), f"a={tmp_path / 'a.npy'}", "--timeout", "20", "--device", "pthread",
+    assert main(["run", str(source), f"a={tmp_path / 'a.npy'}", "--timeout", "20", "--device", "cpu",
                  "--config", '{"T": 0}', "-o", f"o={tmp_path / 'o.npy'}"]) == 0
     np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), _ints()["a"])
 
@@ -335,7 +335,7 @@ def test_a_huge_array_parameter_is_rejected_with_its_size(tmp_path, capsys, monk
     source.write_text(HUGE_ARRAY)
     started = time.time()
     assert main(["measure", str(source), "--size", "8x8", "--random", "1", "--db", str(tmp_path / "b.db"),
-                 "--device", "pthread"]) == 1
+                 "--device", "cpu"]) == 1
     err = capsys.readouterr().err
     assert time.time() - started < 20
     assert err.startswith("imagecl: error: ") and "array 'f' (2147483647 float)" in err and "8.0 GiB" in err
@@ -347,7 +347,7 @@ def test_cli_size_too_large_for_the_device(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(memory, "host_available", lambda: 4 * 2**30)
     source = tmp_path / "copy.icl"
     source.write_text(COPY)
-    assert main(["tune", str(source), "--size", "100000x100000", "--device", "pthread", "-o", str(tmp_path)]) == 1
+    assert main(["tune", str(source), "--size", "100000x100000", "--device", "cpu", "-o", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "image 'a' (100000x100000 float)" in err and "37.3 GiB" in err and _refused(err), err
 
@@ -359,14 +359,14 @@ def test_host_memory_is_checked_with_the_memory_available(monkeypatch):
         synthetic_arguments(prog, (2048, 2048))  # two float images of 16 MiB
     # marshalling copies the caller's arrays: checked before it does
     with pytest.raises(ResourceError, match=r"the host has only 10.0 MiB"):
-        prog(a=np.zeros((2048, 2048), np.float32), device="pthread")
+        prog(a=np.zeros((2048, 2048), np.float32), device="cpu")
     assert synthetic_arguments(prog, (64, 64))[0]["a"].shape == (64, 64)  # what fits is generated
     # a run with a timeout sends the arrays (16 KiB each) to a child, which holds them too
     monkeypatch.setattr(memory, "host_available", lambda: 48 * 2**10)
     small = np.ones((64, 64), np.float32)
-    np.testing.assert_array_equal(prog(a=small, device="pthread")["o"], small * 2)
+    np.testing.assert_array_equal(prog(a=small, device="cpu")["o"], small * 2)
     with pytest.raises(ResourceError, match=r"^the arguments of a run in a child process need 32.0 KiB \(2 copies"):
-        prog(a=small, device="pthread", timeout=10)
+        prog(a=small, device="cpu", timeout=10)
 
 
 def test_device_limits_name_the_buffer_its_size_and_the_limit():
@@ -392,7 +392,7 @@ def test_a_run_checks_the_device_before_uploading(monkeypatch):
 
     monkeypatch.setattr(program_module, "check_device", refuse)
     with pytest.raises(ResourceError, match="refused"):
-        prog(a=np.zeros((4, 4), np.float32), device="pthread")
+        prog(a=np.zeros((4, 4), np.float32), device="cpu")
     assert seen == [["image 'a' (4, 4) float32", "image 'o' (4, 4) float32"]]
 
 
@@ -405,4 +405,4 @@ def test_measuring_counts_the_device_copies_of_the_outputs(tmp_path, monkeypatch
     with Store(tmp_path / "t.db") as store:
         with pytest.raises(ResourceError, match=r"^the arguments and the measurement's copies of the outputs need "
                                                 r"64.0 KiB on the device, but 'tiny' has 40.0 KiB of memory"):
-            Measurer(prog, args, store, "pthread")
+            Measurer(prog, args, store, "cpu")

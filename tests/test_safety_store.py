@@ -97,11 +97,11 @@ def test_run_refuses_to_overwrite_an_input_image_or_write_two_outputs_to_one_fil
     image = tmp_path / "in.npy"
     np.save(image, np.ones((5, 7), np.float32))
     before = image.read_bytes()
-    code, _, err = cli(capsys, "run", src, f"input={image}", "-o", f"output={image}", "--device", "pthread")
+    code, _, err = cli(capsys, "run", src, f"input={image}", "-o", f"output={image}", "--device", "cpu")
     assert code == 1 and "would overwrite the input" in err and image.read_bytes() == before
     sobel = EXAMPLES / "sobel.icl"
     code, _, err = cli(capsys, "run", sobel, f"input={image}", "-o", f"dx={tmp_path / 'o.npy'}",
-                       "-o", f"dy={tmp_path / 'o.npy'}", "--device", "pthread")
+                       "-o", f"dy={tmp_path / 'o.npy'}", "--device", "cpu")
     assert code == 1 and "same file" in err and not (tmp_path / "o.npy").exists()
 
 
@@ -151,7 +151,7 @@ def test_run_writes_images_in_place_atomically(tmp_path, capsys):
     for name in ("o.png", "o.tif"):
         (tmp_path / name).write_bytes(b"old")
         code, _, _ = cli(capsys, "run", src, f"input={tmp_path / 'in.npy'}", "-o", f"output={tmp_path / name}",
-                         "--device", "pthread")
+                         "--device", "cpu")
         assert code == 0
     assert np.array_equal(np.array(Image.open(tmp_path / "o.png")), np.full((5, 7), 128, np.uint8))
     assert np.array_equal(np.array(Image.open(tmp_path / "o.tif")), np.full((5, 7), 0.5, np.float32))
@@ -172,7 +172,7 @@ def test_missing_output_folders_are_refused_not_created(tmp_path, ours, capsys):
     commands = [("compile", src, "-o", missing / "x.cl"),
                 ("export", "--db", ours, "--format", "kernel_tuner", "-o", missing / "x.json"),
                 ("run", src, f"input={tmp_path / 'in.npy'}", "-o", f"output={missing / 'o.npy'}", "--device",
-                 "pthread"),
+                 "cpu"),
                 ("measure", src, "--size", "8x8", "--random", "1", "--db", missing / "m.db")]
     for command in commands:
         code, _, err = cli(capsys, *command)
