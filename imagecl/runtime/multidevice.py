@@ -260,6 +260,7 @@ class _Transfers:
 
     def __init__(self) -> None:
         self.events: list = []
+        self.queues: list = []  # each event's queue
         self.keep: list = []
 
     def upload(self, part: Part, memory: Any, host: np.ndarray, a: int, b: int, image_dims: int = 0) -> None:
@@ -272,9 +273,11 @@ class _Transfers:
             region = tuple(reversed(host.shape[:image_dims][1:])) + (b - a,)
             self.events.append(cl.enqueue_copy(part.queue, memory, chunk, origin=origin, region=region,
                                                is_blocking=False))
+            self.queues.append(part.queue)
         else:
             row = host[0].nbytes if host.ndim else host.nbytes
             self.events.append(cl.enqueue_copy(part.queue, memory, chunk, dst_offset=a * row, is_blocking=False))
+            self.queues.append(part.queue)
 
     def download(self, part: Part, memory: Any, host: np.ndarray, a: int, b: int) -> None:
         import pyopencl as cl
@@ -282,11 +285,12 @@ class _Transfers:
         view = host[a:b]
         row = host[0].nbytes
         self.events.append(cl.enqueue_copy(part.queue, view, memory, src_offset=a * row, is_blocking=False))
+        self.queues.append(part.queue)
 
     def wait(self) -> None:
         for event in self.events:  # one by one: clWaitForEvents takes events of one context only
             event.wait()
-        self.events, self.keep = [], []
+        self.events, self.queues, self.keep = [], [], []
 
 
 def _allocate(part: Part, prepared: Any) -> None:
@@ -335,11 +339,24 @@ def _enqueue(program: Any, part: Part, memory: Mapping[str, Any], row_runs: list
 
 @dataclass
 class SplitRun:
-    """What a run across devices did: each device's band and configuration."""
+    """What a run across devices did: each device's band and configuration, and per device the
+    seconds its kernel and its transfers took (profiling events; 0 for a device with no rows)."""
 
     devices: list
     bands: list[tuple[int, int]]
     configs: list
+    kernel_seconds: list = field(default_factory=list)
+    transfer_seconds: list = field(default_factory=list)
+
+
+def _event_seconds(events: list) -> float:
+    total = 0.0
+    for e in events:
+        try:
+            total += (e.profile.end - e.profile.start) * 1e-9
+        except Exception:  # noqa: BLE001 - a queue without profiling: no time
+            return 0.0
+    return total
 
 
 def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Optional[Sequence[float]] = None,
@@ -386,8 +403,10 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
                     wanted = np.arange(host.shape[0]) if host.ndim else np.arange(1)
                 for a, b in runs(wanted):
                     transfers.upload(part, part.memory[name], host, a, b, dims)
+        kernels = {}
+        uploads = {id(p): [e for e, q in zip(transfers.events, transfers.queues) if q is p.queue] for p, _ in active}
         for part, band in active:  # each queue is in order: its uploads come first
-            _enqueue(program, part, part.memory, [band])
+            kernels[id(part)] = _enqueue(program, part, part.memory, [band])
         downloads = _Transfers()
         for part, band in active:
             for name in prepared.outputs:  # an output not of the grid's shape: the band's rows it has
@@ -396,8 +415,11 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
                     downloads.download(part, part.memory[name], results[name], band[0], stop)
         for part, _ in active:
             part.queue.flush()
+        timed = {id(p): [e for e, q in zip(downloads.events, downloads.queues) if q is p.queue] for p, _ in active}
         downloads.wait()
         transfers.wait()
+        kernel_seconds = [_event_seconds(kernels.get(id(p), [])) for p in parts]
+        transfer_seconds = [_event_seconds(uploads.get(id(p), []) + timed.get(id(p), [])) for p in parts]
     except ExecutionError:
         raise
     except Exception as exc:  # a driver's error: say which run failed
@@ -411,7 +433,7 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
             for m in part.memory.values():
                 m.release()
             part.memory = {}
-    return results, SplitRun(chosen, bands, [p.config for p in parts])
+    return results, SplitRun(chosen, bands, [p.config for p in parts], kernel_seconds, transfer_seconds)
 
 
 def call(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Any, config: Any, device: Any = None,
