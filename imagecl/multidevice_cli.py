@@ -124,10 +124,9 @@ def tune_split(args: argparse.Namespace, tune_one: Callable[[argparse.Namespace]
     found = split_tuning.tune(program, arguments, devices, iterate=args.iterate,
                               log=lambda line: print(line, file=sys.stderr))
     best = found.best
-    singles = [found.timing_of([1.0 if i == j else 0.0 for i in range(len(devices))], 1 if args.iterate else None)
-               for j in range(len(devices))]
-    best_single = min(t.seconds for t in singles if t is not None)
-    predicted = found.timing_of(found.predicted, 1 if args.iterate else None)
+    singles = [t for t in found.measured if sum(1 for s in t.shares if s > 0) == 1]
+    best_single = min(t.seconds for t in singles)
+    predicted = next((t for t in found.measured if t.shares == [float(s) for s in found.predicted]), None)
     size = tuple(reversed(shape))
     path = splits.record(program, devices, size, best.shares, best.h, best.seconds)
     report = {

@@ -88,3 +88,105 @@ def test_round_rows_widen_by_the_reach_per_step():
     reach = {"input": multidevice.Reach(1, 2, "constant", False)}
     sets = multidevice.round_rows((10, 20), 3, reach, ["input"], 40)
     assert [(int(s.min()), int(s.max()) + 1) for s in sets] == [(7, 26), (8, 24), (9, 22), (10, 20)]
+
+
+# ---- the split's model -------------------------------------------------------------------------------------
+
+from imagecl.runtime import split_tuning  # noqa: E402
+
+
+def _profile(kernel_ms: float, transfer_ms: float, fixed_ms: float, rows: int = 1000):
+    return split_tuning.Profile("dev", rows, (kernel_ms + transfer_ms + fixed_ms) / 1e3, kernel_ms / 1e3,
+                                transfer_ms / 1e3)
+
+
+def test_predicted_shares_follow_throughput_and_transfers():
+    # a device three times as fast per row takes three quarters of the rows
+    shares = split_tuning.predict([_profile(30, 0, 0), _profile(10, 0, 0)])
+    assert shares == pytest.approx([0.25, 0.75])
+    # transfers count per row: the same kernels, one with costly transfers, gets fewer rows
+    shares = split_tuning.predict([_profile(10, 20, 0), _profile(10, 0, 0)])
+    assert shares == pytest.approx([0.25, 0.75])
+    # ... but not for iterated programs, whose data stays on the devices
+    assert split_tuning.predict([_profile(10, 20, 0), _profile(10, 0, 0)], iterate=True) == pytest.approx([0.5, 0.5])
+    # the times come out equal: every device finishes together
+    profiles = [_profile(30, 5, 2), _profile(10, 1, 4)]
+    shares = split_tuning.predict(profiles)
+    times = [p.fixed() + s * p.rows * p.per_row() for p, s in zip(profiles, shares)]
+    assert times[0] == pytest.approx(times[1])
+
+
+def test_a_device_whose_fixed_cost_exceeds_the_split_is_left_out():
+    # the second device's fixed cost is more than the first one's whole time: it takes no part
+    assert split_tuning.predict([_profile(10, 0, 0), _profile(1, 0, 50)]) == [1.0, 0.0]
+    # three devices: the slow one with a large fixed cost drops out, the others share
+    shares = split_tuning.predict([_profile(20, 0, 0), _profile(20, 0, 0), _profile(1, 0, 30)])
+    assert shares == pytest.approx([0.5, 0.5, 0.0])
+
+
+def test_neighbours_trade_a_step_between_each_pair():
+    found = split_tuning.neighbours([0.5, 0.5], 0.05)
+    assert [pytest.approx(f) for f in found] == [[0.45, 0.55], [0.55, 0.45]]
+    assert split_tuning.neighbours([1.0, 0.0], 0.05) == [pytest.approx([0.95, 0.05])]
+
+
+# ---- the command line --------------------------------------------------------------------------------------
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cli(*args, cwd):
+    env = dict(os.environ, POCL_DEVICES="pthread basic")
+    env.pop("IMAGECL_DEVICE", None)
+    return subprocess.run([sys.executable, "-m", "imagecl", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _life(board, steps):
+    from multidevice_cases import life_step
+
+    for _ in range(steps):
+        board = life_step(board)
+    return board
+
+
+def test_cli_run_across_devices_and_iterated(tmp_path):
+    board = (np.random.default_rng(20).random((30, 21)) < 0.4).astype(np.int8)
+    np.save(tmp_path / "board.npy", board)
+    life = ROOT / "examples" / "conway.icl"
+    done = _cli("run", life, "input=board.npy", "-o", "output=one.npy", "--devices", "0,1", "--shares", "0.3,0.7",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "rows 0..9" in done.stdout and "rows 9..30" in done.stdout
+    assert np.array_equal(np.load(tmp_path / "one.npy"), _life(board, 1))
+    done = _cli("run", life, "input=board.npy", "-o", "output=five.npy", "--devices", "1,0", "--iterate", "5",
+                "--h", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert np.array_equal(np.load(tmp_path / "five.npy"), _life(board, 5))
+    for bad, words in ((["--devices", "0,1", "--device", "0"], "--device and --devices"),
+                       (["--shares", "0.5,0.5"], "pass --devices too"),
+                       (["--devices", "0,1", "--timeout", "5"], "--timeout does not apply"),
+                       (["--devices", "0,1", "--shares", "0.5,x"], "comma-separated numbers"),
+                       (["--devices", "0,1", "--shares", "0.5,0.6"], "sum to 1"),
+                       (["--devices", "0,7"], "out of range")):
+        done = _cli("run", life, "input=board.npy", *bad, cwd=tmp_path)
+        assert done.returncode == 1 and words in done.stderr, (bad, done.stderr)
+        assert "Traceback" not in done.stderr
+
+
+def test_cli_tune_across_devices_records_the_split(tmp_path):
+    heat = ROOT / "examples" / "heat.icl"
+    done = _cli("tune", heat, "alpha=0.2", "--size", "24x20", "--devices", "0,1", "--budget", "2", "--confirm", "0",
+                "--iterate", "4", "-o", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = __import__("json").loads((tmp_path / "out" / "split.json").read_text())
+    assert sum(report["best"]["shares"]) == pytest.approx(1.0) and report["best"]["h"] in (1, 2, 4, 8)
+    assert len(report["profiles"]) == 2 and report["measured"]
+    assert (tmp_path / "out" / "device0").is_dir() and (tmp_path / "out" / "device1").is_dir()
+    recorded = list(Path(os.environ["IMAGECL_TUNED"]).glob("*/splits/*.json"))
+    assert recorded and "split:" in done.stdout

@@ -557,6 +557,8 @@ def iterate(program: Any, n: int, arguments: Mapping[str, Any], devices: Any = N
     fed = list(pairs.values())
     zeroed = [o for o in pairs if o not in program.overwritten]
     active = [(p, b) for p, b in zip(parts, bands) if b[1] > b[0]]
+    if len(active) == 1:
+        h = int(n)  # one device: nothing to exchange, so one round
     state = {inp: prepared.arrays[inp].copy() for inp in fed}
     static = [name for name in prepared.arrays if name not in pairs and name not in fed]
     try:

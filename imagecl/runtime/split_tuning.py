@@ -13,8 +13,9 @@ at once, so a split takes max_d T_d(n_d); it is least when every taking part fin
 n_d = (T - a_d) / r_d with r_d = k_d + u_d and T = (rows + sum a_d / r_d) / sum 1 / r_d. A device
 whose n_d comes out at or below zero (its fixed cost exceeds the others' whole time) is left out and
 T recomputed, and when no split beats the best single device that one takes everything. For an
-iterated program the data stays on the devices, so only kernel time counts per row (u_d = 0 and
-a_d is the per-step launch cost).
+iterated program the data stays on the devices, so only kernel time counts per row (u_d = 0), and
+the halo depth predicted is the largest h in `hs` whose redundant rows (h * reach on each side of a
+band) stay within a tenth of the thinnest band (`predict_h`).
 
 Then the prediction is refined by measuring a few splits around it (each pair of devices trading
 `step` of the rows either way, and every device alone) and, for iterated programs, h in `hs`.
@@ -43,8 +44,8 @@ class Profile:
         return max((self.kernel + (0.0 if iterate else self.transfer)) / max(self.rows, 1), 1e-12)
 
     def fixed(self, iterate: bool = False) -> float:
-        if iterate:
-            return 0.0
+        """What a run costs besides its kernel and transfers (launches, the host's work): taken per
+        step for an iterated program too, an upper bound that keeps small grids on one device."""
         return max(0.0, self.wall - self.kernel - self.transfer)
 
 
@@ -83,6 +84,16 @@ def predict(profiles: Sequence[Profile], iterate: bool = False) -> list[float]:
             fixed[best_single] + rows * rate[best_single]:
         return [1.0 if i == best_single else 0.0 for i in range(len(profiles))]
     return _shares(counts, len(profiles), rows)
+
+
+def predict_h(program: Any, shares: Sequence[float], rows: int, hs: Sequence[int] = (1, 2, 4, 8)) -> int:
+    """The largest h in `hs` whose redundant rows stay within a tenth of the thinnest band."""
+    reach = multidevice.reaches(program)
+    fed = list(multidevice.feed_pairs(program.info, None).values())
+    depth = max([reach[n].low + reach[n].high for n in fed] + [1])
+    thinnest = min((s * rows for s in shares if s > 0), default=rows)
+    fitting = [h for h in sorted(hs) if h * depth <= 0.1 * thinnest]
+    return fitting[-1] if fitting else min(hs)
 
 
 def _shares(counts: Mapping[int, float], count: int, rows: int) -> list[float]:
@@ -183,7 +194,7 @@ def tune(program: Any, arguments: Mapping[str, Any], devices: Sequence, config: 
             + f": {t.seconds * 1e3:.3f} ms")
         return t
 
-    h0 = 1 if is_iter else None
+    h0 = predict_h(program, predicted, profiles[0].rows, hs) if is_iter else None
     candidates = [predicted] + neighbours(predicted, step)
     candidates += [[1.0 if i == j else 0.0 for i in range(len(chosen))] for j in range(len(chosen))]
     for shares in candidates:
