@@ -260,7 +260,6 @@ class _Transfers:
 
     def __init__(self) -> None:
         self.events: list = []
-        self.queues: list = []  # each event's queue
         self.keep: list = []
 
     def upload(self, part: Part, memory: Any, host: np.ndarray, a: int, b: int, image_dims: int = 0) -> None:
@@ -273,11 +272,9 @@ class _Transfers:
             region = tuple(reversed(host.shape[:image_dims][1:])) + (b - a,)
             self.events.append(cl.enqueue_copy(part.queue, memory, chunk, origin=origin, region=region,
                                                is_blocking=False))
-            self.queues.append(part.queue)
         else:
             row = host[0].nbytes if host.ndim else host.nbytes
             self.events.append(cl.enqueue_copy(part.queue, memory, chunk, dst_offset=a * row, is_blocking=False))
-            self.queues.append(part.queue)
 
     def download(self, part: Part, memory: Any, host: np.ndarray, a: int, b: int) -> None:
         import pyopencl as cl
@@ -285,12 +282,11 @@ class _Transfers:
         view = host[a:b]
         row = host[0].nbytes
         self.events.append(cl.enqueue_copy(part.queue, view, memory, src_offset=a * row, is_blocking=False))
-        self.queues.append(part.queue)
 
     def wait(self) -> None:
         for event in self.events:  # one by one: clWaitForEvents takes events of one context only
             event.wait()
-        self.events, self.queues, self.keep = [], [], []
+        self.events, self.keep = [], []
 
 
 def _allocate(part: Part, prepared: Any) -> None:
@@ -349,6 +345,12 @@ class SplitRun:
     transfer_seconds: list = field(default_factory=list)
 
 
+def _is_gpu(device: Any) -> bool:
+    import pyopencl as cl
+
+    return bool(device.type & cl.device_type.GPU)
+
+
 def _event_seconds(events: list) -> float:
     total = 0.0
     for e in events:
@@ -380,11 +382,17 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
     overwritten = program.overwritten
     results = {n: np.empty_like(prepared.arrays[n]) for n in prepared.outputs}
     active = [(p, band) for p, band in zip(parts, bands) if band[1] > band[0]]
-    transfers = _Transfers()
+    kernels: dict[int, list] = {}
+    moved: dict[int, list] = {}
+    pending: list[_Transfers] = []
     try:
-        for part, band in active:
+        # device by device, everything at once (uploads, kernel, downloads: each queue is in order),
+        # CPUs first: a GPU driver may copy pageable host memory before the enqueue returns
+        for part, band in sorted(active, key=lambda pb: _is_gpu(pb[0].device)):
             part.band = band
             _allocate(part, prepared)
+            transfers = _Transfers()
+            pending.append(transfers)
             band_rows = np.arange(*band)
             for name, host in prepared.arrays.items():
                 if name not in part.memory:
@@ -403,23 +411,17 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
                     wanted = np.arange(host.shape[0]) if host.ndim else np.arange(1)
                 for a, b in runs(wanted):
                     transfers.upload(part, part.memory[name], host, a, b, dims)
-        kernels = {}
-        uploads = {id(p): [e for e, q in zip(transfers.events, transfers.queues) if q is p.queue] for p, _ in active}
-        for part, band in active:  # each queue is in order: its uploads come first
             kernels[id(part)] = _enqueue(program, part, part.memory, [band])
-        downloads = _Transfers()
-        for part, band in active:
             for name in prepared.outputs:  # an output not of the grid's shape: the band's rows it has
                 stop = min(band[1], results[name].shape[0])
                 if stop > band[0]:
-                    downloads.download(part, part.memory[name], results[name], band[0], stop)
-        for part, _ in active:
+                    transfers.download(part, part.memory[name], results[name], band[0], stop)
             part.queue.flush()
-        timed = {id(p): [e for e, q in zip(downloads.events, downloads.queues) if q is p.queue] for p, _ in active}
-        downloads.wait()
-        transfers.wait()
+            moved[id(part)] = list(transfers.events)
+        for transfers in pending:
+            transfers.wait()
         kernel_seconds = [_event_seconds(kernels.get(id(p), [])) for p in parts]
-        transfer_seconds = [_event_seconds(uploads.get(id(p), []) + timed.get(id(p), [])) for p in parts]
+        transfer_seconds = [_event_seconds(moved.get(id(p), [])) for p in parts]
     except ExecutionError:
         raise
     except Exception as exc:  # a driver's error: say which run failed
