@@ -226,6 +226,19 @@ def three_d() -> None:
     assert np.array_equal(split, single)
 
 
+def three_d_iterate() -> None:
+    devices = all_devices()
+    prog = imagecl.compile(THREE_D)
+    vol = rng(19).integers(-3, 4, (13, 6, 5)).astype(np.int32)
+    expected = vol
+    for _ in range(3):
+        expected = prog(input=expected, device=devices[0])["output"]
+    for h in (1, 2, 3):
+        got = prog.iterate(3, input=vol, devices=devices, shares=uneven(len(devices)), h=h,
+                           config={"wg_x": 2, "wg_y": 2, "wg_z": 2, "px_z": 2, "local_input": 1})["output"]
+        assert np.array_equal(got, expected), h
+
+
 GATHER = """
 #pragma imcl grid(index, output)
 void gather(Image<int> index, Image<float> table, Image<float> output) {

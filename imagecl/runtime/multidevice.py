@@ -148,7 +148,15 @@ class Reach:
 
 
 def reaches(program: Any) -> dict[str, Reach]:
-    """Per read array, its reach along the split axis over every assignment of the tunables."""
+    """Per read array, its reach along the split axis over every assignment of the tunables
+    (kept with the program: every split run asks)."""
+    cached = program.__dict__.get("_reaches")
+    if cached is None:
+        cached = program.__dict__["_reaches"] = _reaches(program)
+    return dict(cached)
+
+
+def _reaches(program: Any) -> dict[str, Reach]:
     info = program.info
     axis = info.grid_dims - 1
     found: dict[str, Reach] = {}
