@@ -7,7 +7,6 @@ import copy
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .errors import ArgumentError
