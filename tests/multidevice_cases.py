@@ -189,6 +189,10 @@ def several_outputs_and_caller_outputs() -> None:
     split = laplace(input=img, output=out, mask=mask, devices=devices, shares=uneven(len(devices)))["output"]
     assert np.array_equal(split, single)
     assert (out == 7.0).all()
+    taller = np.full((img.shape[0] + 4, img.shape[1] + 2), 7.0, np.float32)  # rows and columns past the grid
+    single = laplace(input=img, output=taller, mask=mask, device=devices[0])["output"]
+    split = laplace(input=img, output=taller, mask=mask, devices=devices, shares=uneven(len(devices)))["output"]
+    assert np.array_equal(split, single) and (split[-4:] == 7.0).all()
 
 
 THREE_D = """

@@ -388,7 +388,9 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
     bands = split_rows(shares, rows, granule)
     reach = reaches(program)
     overwritten = program.overwritten
-    results = {n: np.empty_like(prepared.arrays[n]) for n in prepared.outputs}
+    # an output the kernel may leave unwritten somewhere (rows past the grid included) keeps its values there
+    results = {n: np.empty_like(prepared.arrays[n]) if n in overwritten else np.array(prepared.arrays[n], copy=True)
+               for n in prepared.outputs}
     active = [(p, band) for p, band in zip(parts, bands) if band[1] > band[0]]
     kernels: dict[int, list] = {}
     moved: dict[int, list] = {}
