@@ -239,9 +239,12 @@ class Part:
 
 def _parts(program: Any, prepared: Any, devices: list, configs: list) -> list[Part]:
     from . import launcher
+    from .memory import check_device, prepared_buffers
 
     parts = []
+    buffers = prepared_buffers(program.info, prepared.arrays)
     for device, config in zip(devices, configs):
+        check_device(buffers, device)  # every device holds full-size arrays
         context, queue = context_and_queue(device)
         plan, full = program._plan_for(device, prepared.grid_shape, config)
         built = launcher.build(device, banded_source(program.source_of(plan)), context=context)
