@@ -131,12 +131,12 @@ def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps:
         result["singles"].append({"device": devices[j].name.strip(), "shares": shares,  # (one device: no h)
                                   **timed(lambda: call(shares, h0), repeats)})
     profiles = [split_tuning.profile(prog, args, d, c, repeats) for d, c in zip(devices, configs)]
-    predicted = split_tuning.predict(profiles, iterate)
+    predicted = split_tuning.predict(profiles, iterate, steps or 1)
     result["profiles"] = [{"device": p.device.name.strip(), "wall_s": p.wall, "kernel_s": p.kernel,
                            "transfer_s": p.transfer} for p in profiles]
     h_predicted = split_tuning.predict_h(prog, predicted, profiles[0].rows, hs) if iterate else None
     result["predicted"] = {"shares": predicted, "h": h_predicted,
-                           "model_s": split_tuning.predicted_seconds(profiles, predicted, iterate),
+                           "model_s": split_tuning.predicted_seconds(profiles, predicted, iterate, steps or 1),
                            **timed(lambda: call(predicted, h_predicted), repeats)}
     tuned = split_tuning.tune(prog, args, devices, configs, repeats, iterate=steps, hs=hs)
     result["tuned"] = {"shares": tuned.best.shares, "h": tuned.best.h, "median_s": tuned.best.seconds,

@@ -190,3 +190,11 @@ def test_cli_tune_across_devices_records_the_split(tmp_path):
     assert (tmp_path / "out" / "device0").is_dir() and (tmp_path / "out" / "device1").is_dir()
     recorded = list(Path(os.environ["IMAGECL_TUNED"]).glob("*/splits/*.json"))
     assert recorded and "split:" in done.stdout
+
+
+def test_iterated_steps_weigh_the_kernel_against_the_fixed_cost():
+    # one step: the fast device's fixed cost (12 ms) is more than the other's whole time; 16 steps: it is not
+    profiles = [_profile(10, 0, 0), _profile(5, 0, 12)]
+    assert split_tuning.predict(profiles, iterate=True, steps=1) == [1.0, 0.0]
+    shares = split_tuning.predict(profiles, iterate=True, steps=16)
+    assert 0.5 < shares[1] < 0.7

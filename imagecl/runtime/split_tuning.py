@@ -13,9 +13,9 @@ at once, so a split takes max_d T_d(n_d); it is least when every taking part fin
 n_d = (T - a_d) / r_d with r_d = k_d + u_d and T = (rows + sum a_d / r_d) / sum 1 / r_d. A device
 whose n_d comes out at or below zero (its fixed cost exceeds the others' whole time) is left out and
 T recomputed, and when no split beats the best single device that one takes everything. For an
-iterated program the data stays on the devices, so only kernel time counts per row (u_d = 0), and
-the halo depth predicted is the largest h in `hs` whose redundant rows (h * reach on each side of a
-band) stay within a tenth of the thinnest band (`predict_h`).
+iterated program the data stays on the devices, so only kernel time counts per row (u_d = 0), k_d
+once per step; the halo depth predicted is the largest h in `hs` whose redundant rows (h * reach
+on each side of a band) stay within a tenth of the thinnest band (`predict_h`).
 
 Then the prediction is refined by measuring a few splits around it (each pair of devices trading
 `step` of the rows either way, and every device alone) and, for iterated programs, h in `hs`.
@@ -66,10 +66,11 @@ def profile(program: Any, arguments: Mapping[str, Any], device: Any, config: Any
     return Profile(device, rows, min(walls), statistics.median(kernels), statistics.median(transfers))
 
 
-def predict(profiles: Sequence[Profile], iterate: bool = False) -> list[float]:
-    """Shares that make every device taking part finish together (the module's model)."""
+def predict(profiles: Sequence[Profile], iterate: bool = False, steps: int = 1) -> list[float]:
+    """Shares that make every device taking part finish together (the module's model); `steps`:
+    an iterated program's steps, each costing its kernel time per row again."""
     rows = profiles[0].rows
-    rate = [p.per_row(iterate) for p in profiles]
+    rate = [p.per_row(iterate) * steps for p in profiles]
     fixed = [p.fixed(iterate) for p in profiles]
     taking = list(range(len(profiles)))
     while taking:
@@ -80,7 +81,7 @@ def predict(profiles: Sequence[Profile], iterate: bool = False) -> list[float]:
             break
         taking = [i for i in taking if i not in dropped]
     best_single = min(range(len(profiles)), key=lambda i: fixed[i] + rows * rate[i])
-    if not taking or predicted_seconds(profiles, _shares(counts, len(profiles), rows), iterate) >= \
+    if not taking or predicted_seconds(profiles, _shares(counts, len(profiles), rows), iterate, steps) >= \
             fixed[best_single] + rows * rate[best_single]:
         return [1.0 if i == best_single else 0.0 for i in range(len(profiles))]
     return _shares(counts, len(profiles), rows)
@@ -101,11 +102,12 @@ def _shares(counts: Mapping[int, float], count: int, rows: int) -> list[float]:
     return [max(0.0, counts.get(i, 0.0)) / total for i in range(count)]
 
 
-def predicted_seconds(profiles: Sequence[Profile], shares: Sequence[float], iterate: bool = False) -> float:
+def predicted_seconds(profiles: Sequence[Profile], shares: Sequence[float], iterate: bool = False,
+                      steps: int = 1) -> float:
     """The model's time of a split."""
     rows = profiles[0].rows
-    return max((p.fixed(iterate) + s * rows * p.per_row(iterate) for p, s in zip(profiles, shares) if s > 0),
-               default=0.0)
+    return max((p.fixed(iterate) + s * rows * p.per_row(iterate) * steps for p, s in zip(profiles, shares)
+                if s > 0), default=0.0)
 
 
 def neighbours(shares: Sequence[float], step: float) -> list[list[float]]:
@@ -180,8 +182,8 @@ def tune(program: Any, arguments: Mapping[str, Any], devices: Sequence, config: 
         log(f"{p.device.name.strip()}: alone {p.wall * 1e3:.3f} ms (kernel {p.kernel * 1e3:.3f} ms, transfers "
             f"{p.transfer * 1e3:.3f} ms)")
     is_iter = iterate is not None
-    predicted = predict(profiles, is_iter)
-    result = SplitTuning(chosen, profiles, predicted, predicted_seconds(profiles, predicted, is_iter))
+    predicted = predict(profiles, is_iter, iterate or 1)
+    result = SplitTuning(chosen, profiles, predicted, predicted_seconds(profiles, predicted, is_iter, iterate or 1))
     log("predicted shares: " + ", ".join(f"{s:.3f}" for s in predicted))
 
     def measure(shares: Sequence[float], h: Optional[int] = None) -> Timing:
