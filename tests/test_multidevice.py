@@ -198,3 +198,17 @@ def test_iterated_steps_weigh_the_kernel_against_the_fixed_cost():
     assert split_tuning.predict(profiles, iterate=True, steps=1) == [1.0, 0.0]
     shares = split_tuning.predict(profiles, iterate=True, steps=16)
     assert 0.5 < shares[1] < 0.7
+
+
+@pytest.mark.slow
+def test_benchmark_runs_on_two_pocl_devices(tmp_path):
+    env = dict(os.environ, POCL_DEVICES="pthread basic")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "multi_device.py"), "--devices", "0,1",
+                           "--quick", "--out", str(tmp_path / "md.json")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = __import__("json").loads((tmp_path / "md.json").read_text())
+    assert len(report["cases"]) == 8 and {c["program"] for c in report["cases"]} == {
+        "convolution9", "median", "heat", "conway"}
+    for case in report["cases"]:
+        assert case["sweep"] and case["predicted_share_of_best"] > 0 and len(case["singles"]) == 2
