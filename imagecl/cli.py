@@ -455,7 +455,7 @@ def _tune(args) -> int:
     from .tuner.simulate import SimulationError, resolve_strategy
     from .tuner.store import Store
 
-    if args.devices:
+    if args.devices or args.iterate is not None:
         return multidevice_cli.tune_split(args, _tune)
     program = _load(args.file)
     shape = parse_size(args.size)

@@ -96,6 +96,8 @@ def tune_split(args: argparse.Namespace, tune_one: Callable[[argparse.Namespace]
     from .outputs import check_output, write_atomic
     from .runtime import multidevice, split_tuning
 
+    if not args.devices:
+        raise ArgumentError("--iterate tunes a split across devices: pass --devices too")
     if args.device:
         raise ArgumentError("--device and --devices name where to tune: pass one of them")
     devices = multidevice.resolve_devices(args.devices)
@@ -108,7 +110,7 @@ def tune_split(args: argparse.Namespace, tune_one: Callable[[argparse.Namespace]
     check_output(out / "split.json", [args.file], "the split's description")  # before any tuning
     for i, device in enumerate(devices):
         one = copy.copy(args)
-        one.devices, one.device, one.output = None, _index_of(device), str(out / f"device{i}")
+        one.devices, one.iterate, one.device, one.output = None, None, _index_of(device), str(out / f"device{i}")
         print(f"== device {i}: {device.name.strip()}", file=sys.stderr)
         code = tune_one(one)
         if code:

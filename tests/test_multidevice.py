@@ -190,6 +190,14 @@ def test_cli_tune_across_devices_records_the_split(tmp_path):
     assert (tmp_path / "out" / "device0").is_dir() and (tmp_path / "out" / "device1").is_dir()
     recorded = list(Path(os.environ["IMAGECL_TUNED"]).glob("*/splits/*.json"))
     assert recorded and "split:" in done.stdout
+    for bad, words in ((["--iterate", "4"], "pass --devices too"), (["--devices", "0,1", "--device", "0"], "one of them"),
+                       (["--devices", "0,0"], "twice")):
+        done = _cli("tune", heat, "alpha=0.2", "--size", "24x20", *bad, "-o", tmp_path / "bad", cwd=tmp_path)
+        assert done.returncode == 1 and words in done.stderr and "Traceback" not in done.stderr, (bad, done.stderr)
+    sobel = ROOT / "examples" / "sobel.icl"
+    done = _cli("tune", sobel, "--size", "24x20", "--devices", "0,1", "--iterate", "3", "-o", tmp_path / "bad",
+                cwd=tmp_path)
+    assert done.returncode == 1 and "feed" in done.stderr, done.stderr
 
 
 def test_iterated_steps_weigh_the_kernel_against_the_fixed_cost():
