@@ -190,8 +190,8 @@ def test_cli_tune_across_devices_records_the_split(tmp_path):
     assert (tmp_path / "out" / "device0").is_dir() and (tmp_path / "out" / "device1").is_dir()
     recorded = list(Path(os.environ["IMAGECL_TUNED"]).glob("*/splits/*.json"))
     assert recorded and "split:" in done.stdout
-    for bad, words in ((["--iterate", "4"], "pass --devices too"), (["--devices", "0,1", "--device", "0"], "one of them"),
-                       (["--devices", "0,0"], "twice")):
+    for bad, words in ((["--iterate", "4"], "pass --devices too"),
+                       (["--devices", "0,1", "--device", "0"], "one of them"), (["--devices", "0,0"], "twice")):
         done = _cli("tune", heat, "alpha=0.2", "--size", "24x20", *bad, "-o", tmp_path / "bad", cwd=tmp_path)
         assert done.returncode == 1 and words in done.stderr and "Traceback" not in done.stderr, (bad, done.stderr)
     sobel = ROOT / "examples" / "sobel.icl"
