@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import __version__
+from . import __version__, multidevice_cli
 from .errors import ArgumentError, ImageCLError
 from .escape import terminal
 from .frontend.source import decode_source
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--device", help="device index or name fragment (default: $IMAGECL_DEVICE, else the first GPU)")
     run.add_argument("--config", help="a tuning configuration as JSON (a dict), or @file.json (also the JSON "
                                         "description `tune` writes)")
-    run.add_argument("--timeout", type=_seconds, default=60.0,
+    run.add_argument("--timeout", type=_seconds, default=None,
                      help="seconds the run (upload, kernel, download) may take before it is stopped (default 60)")
 
     space = sub.add_parser("space", help="print a program's tuning space on a device")
@@ -147,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--service", metavar="URL",
                       help="also submit what was measured to this tuning service (imagecl serve; its token from "
                            "$IMAGECL_SERVICE_TOKEN)")
+    multidevice_cli.add_options(run, tune)
     _search_options(tune, db_help="measurements of this program on this device at other sizes in it train the "
                                   "model too, and the best configurations of other programs on this device are "
                                   "measured first",
@@ -313,8 +314,11 @@ def _run(args) -> int:
     for name, path in saves.items():
         check_output(path, read, f"output '{name}'")
     check_distinct(saves.values())
-    outputs, seconds = program.run(values, device=args.device, config=_parse_config(args.config),
-                                   timeout=args.timeout)
+    if args.devices or args.iterate is not None or args.shares or args.h:
+        outputs, seconds = multidevice_cli.run_split(program, values, args), None
+    else:
+        outputs, seconds = program.run(values, device=args.device, config=_parse_config(args.config),
+                                       timeout=60.0 if args.timeout is None else args.timeout)
     for name, out in outputs.items():
         if name in saves:
             write_array(saves[name], out)
@@ -322,7 +326,8 @@ def _run(args) -> int:
         else:
             print(f"{name}: {out.shape} {out.dtype} min {out.min():.6g} max {out.max():.6g} "
                   f"mean {out.astype(np.float64).mean():.6g} (not saved; use -o {name}=PATH)")
-    print(f"kernel time: {seconds * 1e3:.3f} ms")
+    if seconds is not None:
+        print(f"kernel time: {seconds * 1e3:.3f} ms")
     return 0
 
 
@@ -450,6 +455,8 @@ def _tune(args) -> int:
     from .tuner.simulate import SimulationError, resolve_strategy
     from .tuner.store import Store
 
+    if args.devices or args.iterate is not None:
+        return multidevice_cli.tune_split(args, _tune)
     program = _load(args.file)
     shape = parse_size(args.size)
     if args.budget < 1:

@@ -167,7 +167,8 @@ class Program:
     # ---- running ----------------------------------------------------------------------------------
     def __call__(self, *image: Any, device: Any = None, config: Optional[Mapping[str, Any] | str] = None,
                  timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy", cast: bool = False,
-                 allocator: Any = None, **arguments: Any) -> dict[str, Any]:
+                 allocator: Any = None, devices: Any = None, shares: Any = None,
+                 **arguments: Any) -> dict[str, Any]:
         """Run once and return every written array: NumPy arrays, or with returns="device"
         pyopencl.array.Arrays on the run's queue (returned without waiting for the kernel).
         A program with one input array takes it positionally: `prog(img)`. Arrays may be NumPy or
@@ -178,7 +179,14 @@ class Program:
         space; "naive" for the naive variant (the program as written, whatever is tuned); None: the
         loaded folder's or the tuned configuration, else the naive variant. Device outputs are
         allocated with `allocator` (a pyopencl allocator such as pyopencl.tools.MemoryPool), else
-        with the first device array's, as pyopencl.array operations do."""
+        with the first device array's, as pyopencl.array operations do. `devices=[...]` splits the
+        grid across several devices at once, `shares=` their fractions (runtime/multidevice.py)."""
+        if devices is not None or shares is not None:
+            from .runtime import multidevice
+
+            return multidevice.call(self, self._with_positional(image, arguments), devices, shares, config,
+                                    device=device, timeout=timeout, queue=queue, returns=returns, cast=cast,
+                                    allocator=allocator)
         outputs, _ = self._run(self._with_positional(image, arguments), device, config, timeout, queue, returns, cast,
                                timed=False, allocator=allocator)
         return outputs
@@ -194,6 +202,16 @@ class Program:
         the caller. The other options are __call__'s."""
         return self._run(dict(arguments), device, config, timeout, queue, returns, cast, timed=True,
                          allocator=allocator)
+
+    def iterate(self, n: int, *image: Any, devices: Any = None, shares: Any = None, h: Optional[int] = None,
+                config: Any = None, feed: Optional[Mapping[str, str]] = None, cast: bool = False,
+                **arguments: Any) -> dict[str, np.ndarray]:
+        """`n` steps of a program whose outputs feed its next step's inputs (conway, a heat step),
+        the data kept on the devices: see runtime/multidevice.iterate."""
+        from .runtime import multidevice
+
+        return multidevice.iterate(self, n, self._with_positional(image, arguments), devices, shares, h, config,
+                                   cast, feed)
 
     def _with_positional(self, image: tuple, arguments: dict[str, Any]) -> dict[str, Any]:
         if not image:

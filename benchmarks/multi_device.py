@@ -1,0 +1,225 @@
+"""One job across several devices: each device alone, the predicted split, the tuned split and an
+exhaustive sweep of shares (and of the halo depth h for iterated programs).
+
+    PYTHONPATH=$PWD python3 benchmarks/multi_device.py --devices nvidia,cpu --out $OUT/multi_device.json
+
+Programs: convolution9 and median (one run, NumPy in and out: the transfers count), and heat and
+conway iterated `--steps` times (the data stays on the devices; only halos travel). Each device runs
+its own variant: for convolution9 the configurations tuned earlier for the GPU and the CPU
+(benchmarks/results/ground-convolution9-gpu.json, variants-cpu.json) where they are valid on the
+device, else a plain work-group size on a GPU and the naive variant on a CPU. Every split result is
+checked against a single-device run first. Times are wall seconds of the whole call, the median of
+--repeats runs after a warm-up, with their spread (min, max).
+
+"predicted" is split_tuning.predict from one profile per device (no combination measured);
+"tuned" refines it by measuring its neighbours (split_tuning.tune); "best" is the sweep's fastest.
+About 4-6 minutes on a GPU host with the defaults; --quick for a small local check.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+import imagecl  # noqa: E402
+from imagecl.errors import ConfigError  # noqa: E402
+from imagecl.runtime import multidevice, split_tuning  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def known_configs(program: str) -> dict:
+    """Configurations tuned earlier, by device kind: {'GPU': cfg, 'CPU': cfg}."""
+    found = {}
+    try:
+        found["GPU"] = json.loads((RESULTS / f"ground-{program}-gpu.json").read_text())["best_config"]
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        for r in json.loads((RESULTS / "variants-cpu.json").read_text())["records"]:
+            if r["file"] == f"{program}.icl":
+                found["CPU"] = r["best_config"]
+    except (OSError, ValueError, KeyError):
+        pass
+    return found
+
+
+def config_for(prog, device, shape, program: str):
+    import pyopencl as cl
+
+    kind = "GPU" if device.type & cl.device_type.GPU else "CPU"
+    candidates = [known_configs(program).get(kind)]
+    if kind == "GPU":
+        candidates.append({"wg_x": 32, "wg_y": 8} if prog.info.grid_dims == 2 else {"wg_x": 32, "wg_y": 4, "wg_z": 2})
+    for config in candidates:
+        if config is None:
+            continue
+        try:
+            return prog.space_for(device, shape).complete(config)
+        except ConfigError:
+            continue
+    return "naive"
+
+
+def make_case(name: str, shape: tuple[int, int], rng: np.random.Generator) -> dict:
+    h, w = shape
+    if name == "convolution9":
+        return {"input": rng.random((h, w), dtype=np.float32), "filter": rng.random((9, 9), dtype=np.float32)}
+    if name == "median":
+        return {"input": rng.integers(0, 256, (h, w)).astype(np.uint8)}
+    if name == "heat":
+        return {"input": rng.random((h, w), dtype=np.float32), "alpha": 0.2}
+    if name == "conway":
+        return {"input": (rng.random((h, w)) < 0.4).astype(np.int8)}
+    raise ValueError(name)
+
+
+def compositions(count: int, step: float) -> list[list[float]]:
+    """Every split of 1 into `count` multiples of `step`."""
+    units = int(round(1 / step))
+    found = []
+    for cut in itertools.combinations(range(units + count - 1), count - 1):
+        parts, last = [], -1
+        for c in cut + (units + count - 1,):
+            parts.append(c - last - 1)
+            last = c
+        found.append([p / units for p in parts])
+    return found
+
+
+def timed(call, repeats: int) -> dict:
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        runs.append(time.perf_counter() - start)
+    return {"median_s": statistics.median(runs), "min_s": min(runs), "max_s": max(runs), "runs": runs}
+
+
+def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps: int | None, repeats: int,
+               step: float, hs: list[int], deadline: float) -> dict:
+    iterate = steps is not None
+
+    def call(shares, h=None):
+        if iterate:
+            return multidevice.iterate(prog, steps, args, devices, shares, h or 1, configs)
+        return multidevice.run(prog, args, devices, shares, configs)[0]
+
+    singles = [[1.0 if i == j else 0.0 for i in range(len(devices))] for j in range(len(devices))]
+    # checked, and warmed up (builds, first allocations): every device alone and one split
+    reference = call(singles[0])
+    even = [1 / len(devices)] * len(devices)
+    for shares in singles[1:] + [even]:
+        got = call(shares)
+        for out, ref in reference.items():
+            if ref.dtype.kind == "f":
+                np.testing.assert_allclose(got[out], ref, rtol=1e-4, atol=1e-4)
+            else:
+                assert np.array_equal(got[out], ref), f"{name}: {out} differs with shares {shares}"
+    h0 = 1 if iterate else None
+    result = {"singles": [], "sweep": []}
+    for j, shares in enumerate(singles):
+        result["singles"].append({"device": devices[j].name.strip(), "shares": shares,  # (one device: no h)
+                                  **timed(lambda: call(shares, h0), repeats)})
+    profiles = [split_tuning.profile(prog, args, d, c, repeats) for d, c in zip(devices, configs)]
+    predicted = split_tuning.predict(profiles, iterate, steps or 1)
+    result["profiles"] = [{"device": p.device.name.strip(), "wall_s": p.wall, "kernel_s": p.kernel,
+                           "transfer_s": p.transfer} for p in profiles]
+    h_predicted = split_tuning.predict_h(prog, predicted, profiles[0].rows, hs) if iterate else None
+    result["predicted"] = {"shares": predicted, "h": h_predicted,
+                           "model_s": split_tuning.predicted_seconds(profiles, predicted, iterate, steps or 1),
+                           **timed(lambda: call(predicted, h_predicted), repeats)}
+    tuned = split_tuning.tune(prog, args, devices, configs, repeats, iterate=steps, hs=hs)
+    result["tuned"] = {"shares": tuned.best.shares, "h": tuned.best.h, "median_s": tuned.best.seconds,
+                       "runs": tuned.best.runs, "measurements": len(tuned.measured)}
+    for shares in compositions(len(devices), step):
+        for h in (hs if iterate else [None]):
+            if time.time() > deadline:
+                result["sweep_cut_short"] = True
+                break
+            result["sweep"].append({"shares": shares, "h": h, **timed(lambda: call(shares, h), repeats)})
+    best = min(result["sweep"], key=lambda r: r["median_s"])
+    best_single = min(result["singles"], key=lambda r: r["median_s"])
+    result["best"] = {"shares": best["shares"], "h": best["h"], "median_s": best["median_s"]}
+    result["best_single"] = {"device": best_single["device"], "median_s": best_single["median_s"]}
+    result["speedup_predicted_over_best_single"] = best_single["median_s"] / result["predicted"]["median_s"]
+    result["speedup_tuned_over_best_single"] = best_single["median_s"] / result["tuned"]["median_s"]
+    result["speedup_best_over_best_single"] = best_single["median_s"] / best["median_s"]
+    # the predicted split's speed as a share of the best split's (1.0: as fast)
+    result["predicted_share_of_best"] = best["median_s"] / result["predicted"]["median_s"]
+    result["tuned_share_of_best"] = best["median_s"] / result["tuned"]["median_s"]
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", default="nvidia,cpu", help="comma-separated devices (indices or name fragments)")
+    parser.add_argument("--sizes", default="2048x2048,4096x4096", help="one-run programs' sizes, WxH,...")
+    parser.add_argument("--iter-sizes", default="1024x1024,2048x2048", help="iterated programs' sizes")
+    parser.add_argument("--steps", type=int, default=16, help="steps of the iterated programs")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--step", type=float, default=None, help="sweep step (default 0.05; 0.1 for 3+ devices)")
+    parser.add_argument("--hs", default="1,2,4,8")
+    parser.add_argument("--budget-s", type=float, default=420, help="stop sweeping after this many seconds")
+    parser.add_argument("--quick", action="store_true", help="small sizes and a coarse sweep, for a local check")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.iter_sizes, args.steps, args.step = "96x80,160x128", "64x48,96x80", 6, 0.25
+    devices = multidevice.resolve_devices(args.devices)
+    step = args.step or (0.05 if len(devices) == 2 else 0.1)
+    hs = [int(h) for h in args.hs.split(",")]
+    started = time.time()
+    deadline = started + args.budget_s
+    rng = np.random.default_rng(0)
+    plan = [(p, s, None) for p in ("convolution9", "median") for s in args.sizes.split(",")]
+    plan += [(p, s, args.steps) for p in ("heat", "conway") for s in args.iter_sizes.split(",")]
+    cases = []
+    for name, size, steps in plan:
+        w, h = (int(v) for v in size.lower().split("x"))
+        prog = imagecl.load(ROOT / "examples" / f"{name}.icl")
+        case_args = make_case(name, (h, w), rng)
+        configs = [config_for(prog, d, (h, w), name) for d in devices]
+        # each sweep gets the budget left, shared by the cases left
+        left = len(plan) - len(cases)
+        case_deadline = time.time() + max(5.0, (deadline - time.time()) / left)
+        t0 = time.time()
+        result = bench_case(prog, name, case_args, devices, configs, steps, args.repeats, step, hs, case_deadline)
+        result.update({"program": name, "size": [w, h], "steps": steps, "configs": configs,
+                       "seconds_spent": time.time() - t0})
+        cases.append(result)
+        print(f"{name:13s} {size:>10s}{'' if steps is None else f' x{steps}':>5s}: best single "
+              f"{result['best_single']['median_s'] * 1e3:9.3f} ms ({result['best_single']['device'][:24]}), "
+              f"predicted {result['predicted']['median_s'] * 1e3:9.3f} ms "
+              f"[{', '.join(f'{s:.2f}' for s in result['predicted']['shares'])}], "
+              f"tuned {result['tuned']['median_s'] * 1e3:9.3f} ms, best {result['best']['median_s'] * 1e3:9.3f} ms "
+              f"[{', '.join(f'{s:.2f}' for s in result['best']['shares'])}"
+              + (f", h {result['best']['h']}" if steps else "") + "]; "
+              f"speed-up tuned/best single {result['speedup_tuned_over_best_single']:.2f}x, "
+              f"predicted {result['predicted_share_of_best']:.0%} of best", flush=True)
+    shares = [c["predicted_share_of_best"] for c in cases]
+    summary = {"mean_predicted_share_of_best": statistics.mean(shares), "min_predicted_share_of_best": min(shares),
+               "mean_tuned_share_of_best": statistics.mean(c["tuned_share_of_best"] for c in cases)}
+    print(f"predicted split: {summary['mean_predicted_share_of_best']:.0%} of the best split's speed on average, "
+          f"{summary['min_predicted_share_of_best']:.0%} at worst; tuned {summary['mean_tuned_share_of_best']:.0%} "
+          f"on average ({time.time() - started:.0f} s)")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                               "host": platform.node(), "devices": [d.name.strip() for d in devices],
+                               "command": " ".join(sys.argv), "summary": summary, "cases": cases}, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""One grid split across several devices, and iterated programs (imagecl/runtime/multidevice.py).
+
+PoCL exposes several CPU devices when POCL_DEVICES is set before it is first loaded, so the
+split runs go to worker processes (multidevice_worker.py): three 'pthread' devices, and a mixed
+'pthread' + 'basic' pair. Each case (multidevice_cases.py) compares the split result with a
+single-device run and with an independent NumPy/SciPy reference."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from imagecl.errors import ArgumentError
+from imagecl.runtime import multidevice
+from multidevice_worker import Worker
+
+
+@pytest.fixture(scope="module")
+def three():
+    worker = Worker("pthread pthread pthread")
+    yield worker
+    worker.close()
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    worker = Worker("pthread basic")
+    yield worker
+    worker.close()
+
+
+@pytest.mark.parametrize("case", [
+    "conv9_families", "conv9_own_variant_per_device", "conv9_tuned_variant_per_device",
+    "boundary_modes_and_thin_bands", "band_with_zero_share", "integer_programs_bit_exact",
+    "several_outputs_and_caller_outputs", "three_d", "three_d_iterate", "data_dependent_reads", "shrunk_halo_is_caught",
+    "tuned_split_is_used", "conway_iterate", "wrapped_iterate", "heat_iterate", "tuned_h_is_used", "errors",
+])
+def test_three_pthread_devices(three, case):
+    three.run(case)
+
+
+@pytest.mark.parametrize("case", ["conv9_families", "conv9_tuned_variant_per_device", "integer_programs_bit_exact",
+                                  "conway_iterate", "heat_iterate"])
+def test_mixed_pthread_and_basic(mixed, case):
+    mixed.run(case)
+
+
+# ---- the pieces, without devices ------------------------------------------------------------------------
+
+
+def test_split_rows_follow_shares_and_granule():
+    assert multidevice.split_rows([0.25, 0.75], 40) == [(0, 10), (10, 40)]
+    assert multidevice.split_rows([0.3, 0.3, 0.4], 10, granule=4) == [(0, 4), (4, 8), (8, 10)]
+    assert multidevice.split_rows([0.0, 1.0], 7) == [(0, 0), (0, 7)]
+    assert multidevice.split_rows([1.0, 0.0], 7) == [(0, 7), (7, 7)]
+
+
+def test_check_shares_refuses_bad_fractions():
+    assert multidevice.check_shares([0.5, 0.5], 2) == [0.5, 0.5]
+    for bad in ([0.5, 0.6], [1.0], [float("nan"), 1.0], [-0.1, 1.1], None):
+        with pytest.raises(ArgumentError):
+            multidevice.check_shares(bad, 2)
+
+
+@pytest.mark.parametrize("mode,rows,expected", [
+    ("constant", [0, 1], [0, 1, 2, 3]),
+    ("clamped", [0], [0, 1, 2]),
+    ("wrap", [0], [0, 1, 2, 8, 9]),
+    ("mirror", [0], [0, 1, 2]),
+    ("reflect", [9], [7, 8, 9]),
+])
+def test_needed_rows_follow_the_boundary(mode, rows, expected):
+    reach = multidevice.Reach(2, 2, mode, False)
+    got = multidevice.needed_rows(np.array(rows), reach, 10)
+    assert got.tolist() == expected
+
+
+def test_runs():
+    assert multidevice.runs(np.array([0, 1, 2, 5, 6, 9])) == [(0, 3), (5, 7), (9, 10)]
+    assert multidevice.runs(np.array([], dtype=int)) == []
+
+
+def test_banded_source_takes_the_group_origin_from_global_ids():
+    src = "const int imcl_lo1 = get_group_id(1) * get_local_size(1) * 2 - 4;"
+    assert multidevice.banded_source(src) == "const int imcl_lo1 = (get_global_id(1) - get_local_id(1)) * 2 - 4;"
+
+
+def test_round_rows_widen_by_the_reach_per_step():
+    reach = {"input": multidevice.Reach(1, 2, "constant", False)}
+    sets = multidevice.round_rows((10, 20), 3, reach, ["input"], 40)
+    assert [(int(s.min()), int(s.max()) + 1) for s in sets] == [(7, 26), (8, 24), (9, 22), (10, 20)]
+
+
+# ---- the split's model -------------------------------------------------------------------------------------
+
+from imagecl.runtime import split_tuning  # noqa: E402
+
+
+def _profile(kernel_ms: float, transfer_ms: float, fixed_ms: float, rows: int = 1000):
+    return split_tuning.Profile("dev", rows, (kernel_ms + transfer_ms + fixed_ms) / 1e3, kernel_ms / 1e3,
+                                transfer_ms / 1e3)
+
+
+def test_predicted_shares_follow_throughput_and_transfers():
+    # a device three times as fast per row takes three quarters of the rows
+    shares = split_tuning.predict([_profile(30, 0, 0), _profile(10, 0, 0)])
+    assert shares == pytest.approx([0.25, 0.75])
+    # transfers count per row: the same kernels, one with costly transfers, gets fewer rows
+    shares = split_tuning.predict([_profile(10, 20, 0), _profile(10, 0, 0)])
+    assert shares == pytest.approx([0.25, 0.75])
+    # ... but not for iterated programs, whose data stays on the devices
+    assert split_tuning.predict([_profile(10, 20, 0), _profile(10, 0, 0)], iterate=True) == pytest.approx([0.5, 0.5])
+    # the times come out equal: every device finishes together
+    profiles = [_profile(30, 5, 2), _profile(10, 1, 4)]
+    shares = split_tuning.predict(profiles)
+    times = [p.fixed() + s * p.rows * p.per_row() for p, s in zip(profiles, shares)]
+    assert times[0] == pytest.approx(times[1])
+
+
+def test_a_device_whose_fixed_cost_exceeds_the_split_is_left_out():
+    # the second device's fixed cost is more than the first one's whole time: it takes no part
+    assert split_tuning.predict([_profile(10, 0, 0), _profile(1, 0, 50)]) == [1.0, 0.0]
+    # three devices: the slow one with a large fixed cost drops out, the others share
+    shares = split_tuning.predict([_profile(20, 0, 0), _profile(20, 0, 0), _profile(1, 0, 30)])
+    assert shares == pytest.approx([0.5, 0.5, 0.0])
+
+
+def test_neighbours_trade_a_step_between_each_pair():
+    found = split_tuning.neighbours([0.5, 0.5], 0.05)
+    assert [pytest.approx(f) for f in found] == [[0.45, 0.55], [0.55, 0.45]]
+    assert split_tuning.neighbours([1.0, 0.0], 0.05) == [pytest.approx([0.95, 0.05])]
+
+
+# ---- the command line --------------------------------------------------------------------------------------
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cli(*args, cwd):
+    env = dict(os.environ, POCL_DEVICES="pthread basic")
+    env.pop("IMAGECL_DEVICE", None)
+    return subprocess.run([sys.executable, "-m", "imagecl", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _life(board, steps):
+    from multidevice_cases import life_step
+
+    for _ in range(steps):
+        board = life_step(board)
+    return board
+
+
+def test_cli_run_across_devices_and_iterated(tmp_path):
+    board = (np.random.default_rng(20).random((30, 21)) < 0.4).astype(np.int8)
+    np.save(tmp_path / "board.npy", board)
+    life = ROOT / "examples" / "conway.icl"
+    done = _cli("run", life, "input=board.npy", "-o", "output=one.npy", "--devices", "0,1", "--shares", "0.3,0.7",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "rows 0..9" in done.stdout and "rows 9..30" in done.stdout
+    assert np.array_equal(np.load(tmp_path / "one.npy"), _life(board, 1))
+    done = _cli("run", life, "input=board.npy", "-o", "output=five.npy", "--devices", "1,0", "--iterate", "5",
+                "--h", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert np.array_equal(np.load(tmp_path / "five.npy"), _life(board, 5))
+    for bad, words in ((["--devices", "0,1", "--device", "0"], "--device and --devices"),
+                       (["--shares", "0.5,0.5"], "pass --devices too"),
+                       (["--devices", "0,1", "--timeout", "5"], "--timeout does not apply"),
+                       (["--devices", "0,1", "--shares", "0.5,x"], "comma-separated numbers"),
+                       (["--devices", "0,1", "--shares", "0.5,0.6"], "sum to 1"),
+                       (["--devices", "0,7"], "out of range")):
+        done = _cli("run", life, "input=board.npy", *bad, cwd=tmp_path)
+        assert done.returncode == 1 and words in done.stderr, (bad, done.stderr)
+        assert "Traceback" not in done.stderr
+
+
+def test_cli_tune_across_devices_records_the_split(tmp_path):
+    heat = ROOT / "examples" / "heat.icl"
+    done = _cli("tune", heat, "alpha=0.2", "--size", "24x20", "--devices", "0,1", "--budget", "2", "--confirm", "0",
+                "--iterate", "4", "-o", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = __import__("json").loads((tmp_path / "out" / "split.json").read_text())
+    assert sum(report["best"]["shares"]) == pytest.approx(1.0) and report["best"]["h"] in (1, 2, 4, 8)
+    assert len(report["profiles"]) == 2 and report["measured"]
+    assert (tmp_path / "out" / "device0").is_dir() and (tmp_path / "out" / "device1").is_dir()
+    recorded = list(Path(os.environ["IMAGECL_TUNED"]).glob("*/splits/*.json"))
+    assert recorded and "split:" in done.stdout
+    for bad, words in ((["--iterate", "4"], "pass --devices too"),
+                       (["--devices", "0,1", "--device", "0"], "one of them"), (["--devices", "0,0"], "twice")):
+        done = _cli("tune", heat, "alpha=0.2", "--size", "24x20", *bad, "-o", tmp_path / "bad", cwd=tmp_path)
+        assert done.returncode == 1 and words in done.stderr and "Traceback" not in done.stderr, (bad, done.stderr)
+    sobel = ROOT / "examples" / "sobel.icl"
+    done = _cli("tune", sobel, "--size", "24x20", "--devices", "0,1", "--iterate", "3", "-o", tmp_path / "bad",
+                cwd=tmp_path)
+    assert done.returncode == 1 and "feed" in done.stderr, done.stderr
+
+
+def test_iterated_steps_weigh_the_kernel_against_the_fixed_cost():
+    # one step: the fast device's fixed cost (12 ms) is more than the other's whole time; 16 steps: it is not
+    profiles = [_profile(10, 0, 0), _profile(5, 0, 12)]
+    assert split_tuning.predict(profiles, iterate=True, steps=1) == [1.0, 0.0]
+    shares = split_tuning.predict(profiles, iterate=True, steps=16)
+    assert 0.5 < shares[1] < 0.7
+
+
+@pytest.mark.slow
+def test_benchmark_runs_on_two_pocl_devices(tmp_path):
+    env = dict(os.environ, POCL_DEVICES="pthread basic")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "multi_device.py"), "--devices", "0,1",
+                           "--quick", "--out", str(tmp_path / "md.json")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = __import__("json").loads((tmp_path / "md.json").read_text())
+    assert len(report["cases"]) == 8 and {c["program"] for c in report["cases"]} == {
+        "convolution9", "median", "heat", "conway"}
+    for case in report["cases"]:
+        assert case["sweep"] and case["predicted_share_of_best"] > 0 and len(case["singles"]) == 2
