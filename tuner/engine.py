@@ -1,8 +1,10 @@
 """The measurement engine: configurations in, trustworthy times (or classified failures) out.
 
+- Configurations are completed and checked against the space's constraints all at once
+  (validate.py); the invalid ones are recorded in one transaction, without a launch.
 - Configurations that share an OpenCL source (they differ only in launch-only parameters) are
-  measured together, after one build; sources are built ahead, in parallel processes, into the
-  on-disk build cache.
+  measured together, after one build; sources are generated and built in parallel processes into
+  the on-disk build cache while the worker measures those already built (pipeline.py).
 - Launches run in a worker process (worker.py). A variant that hangs is stopped by a watchdog
   (the worker is killed and replaced) and recorded as a timeout, with the timeout it had; a
   worker that dies is recorded as a crash; the run goes on. The reference's run, when a worker
@@ -24,10 +26,12 @@ from typing import Any, Callable, Optional
 from ..errors import ConfigError, ImageCLError
 from ..runtime.isolated import check_timeout
 from ..runtime.timing import Timing
-from .buildcache import BuildCache, prebuild
+from .buildcache import BuildCache
+from .pipeline import BuildPipeline, source_hash
 from .spawn import main_module_hidden
 from .store import Record, Store, canonical_config, settled, text_hash
 from .target import ProgramTarget, Target, run_key  # noqa: F401 - run_key: part of this module's API
+from .validate import complete_many
 from .worker import worker_main
 
 
@@ -37,7 +41,7 @@ class MeasureOptions:
     repeats: int = 3  # timed launches per configuration (at least MIN_TIMED, runtime/timing.py), after a warm-up
     max_repeats: int = 10
     max_spread: float = 0.10  # repeat more while (max - min) / median exceeds this
-    build_workers: int = 0  # 0: one per CPU core
+    build_workers: int = 0  # builder processes; 0: one per CPU core but one (pipeline.builder_count)
     cache_dir: Optional[Path] = None
     prebuild: bool = True
     deadline: Optional[float] = None  # seconds for the whole call; stops cleanly after the result in flight
@@ -59,6 +63,10 @@ class Summary:
     sources: int = 0
     stopped_early: bool = False  # the deadline passed before every configuration was measured
     notes: list = field(default_factory=list)  # what the user should know (a reference replaced)
+    # seconds by phase: the main process's (validate, generate, wait_for_builds, measure: the worker's
+    # launches, verification and timing; store) and the builders' summed (generate_cpu, build_cpu)
+    phases: dict = field(default_factory=dict)
+    build_status: Counter = field(default_factory=Counter)  # built, cached, rejected, left (pipeline.Built)
 
     @property
     def per_second(self) -> float:
@@ -250,13 +258,12 @@ class Measurer:
         done = store.done_keys(run, options.timeout)
         groups: dict[str, list[dict]] = {}
         seen = set()
-        for config in configs:
-            try:
-                full = space.complete(config)
-            except ConfigError as exc:
+        invalid = []
+        for config, (full, error) in zip(configs, complete_many(space, configs)):
+            if full is None:
                 key = canonical_config({k: v for k, v in config.items() if isinstance(v, int)})
                 if key not in done:
-                    store.add(run, Record(dict(config), "invalid_config", None, error=str(exc)))
+                    invalid.append(Record(dict(config), "invalid_config", None, error=error))
                     summary.statuses["invalid_config"] += 1
                 continue
             key = canonical_config(full)
@@ -267,39 +274,80 @@ class Measurer:
             source_key = canonical_config(space.source_key(full))
             groups.setdefault(source_key, []).append(full)
         summary.sources = len(groups)
-
-        builds = {k: target.build_input(g[0]) for k, g in groups.items()}
-        if options.prebuild and builds:
+        summary.phases["validate"] = time.time() - start
+        if invalid:
             t = time.time()
-            prebuild(self.cache, self.device_index, self.device.name.strip(), self.device.driver_version.strip(),
-                     builds.values(), workers=options.build_workers)
-            summary.build_seconds = time.time() - t
+            store.add_many(run, invalid)  # one transaction: recorded without a launch, thousands at once
+            summary.phases["store"] = time.time() - t
 
         todo = sum(len(g) for g in groups.values())
-        if groups:
+        if not groups:
+            summary.seconds = time.time() - start
+            return summary
+        if options.prebuild:
+            self._measure_pipelined(groups, summary, start, todo, progress)
+        else:
+            t = time.time()
+            builds = {k: source_hash(*target.build_input(g[0])) for k, g in groups.items()}
+            summary.phases["generate"] = time.time() - t
             self._start_worker([c for g in groups.values() for c in g])
-        summary.notes = list(self.notes)
-        for source_key, group in groups.items():
-            if options.deadline is not None and time.time() - start > options.deadline:
-                summary.stopped_early = True
-                break
-            source, build_options = builds[source_key]
-            source_hash = text_hash(source + "\0" + " ".join(build_options) if build_options else source)
-            for result in self.worker.measure_group(group, options.timeout):
-                config = result["config"]
-                record = Record(config, result["status"], result.get("time"), result.get("times", []),
-                                result.get("spread"), result.get("error"), bool(result.get("verified")),
-                                source_hash, limit=result.get("limit"))
-                store.add(run, record)
-                summary.measured += 1
-                summary.statuses[record.status] += 1
-                if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
-                    summary.best_time, summary.best_config = record.time, config
-                summary.seconds = time.time() - start
-                if progress is not None:
-                    progress(summary.measured, todo, summary)
+            summary.notes = list(self.notes)
+            for source_key, group in groups.items():
+                if options.deadline is not None and time.time() - start > options.deadline:
+                    summary.stopped_early = True
+                    break
+                self._measure_group(group, builds[source_key], summary, start, todo, progress)
         summary.seconds = time.time() - start
         return summary
+
+    def _measure_pipelined(self, groups: dict[str, list[dict]], summary: Summary, start: float, todo: int,
+                           progress) -> None:
+        """Measure the groups as their sources are built, in parallel, into the build cache
+        (pipeline.py); the worker loads each binary from there."""
+        options = self.options
+        jobs = {k: self.target.build_job(g[0]) for k, g in groups.items()}
+        device = self.device
+        with BuildPipeline(self.cache, self.device_index, device.name.strip(), device.driver_version.strip(),
+                           workers=options.build_workers) as pipeline:
+            waited = time.time()
+            for source_key, built in pipeline.results(jobs):
+                summary.phases["wait_for_builds"] = summary.phases.get("wait_for_builds", 0.0) + time.time() - waited
+                summary.phases["generate_cpu"] = summary.phases.get("generate_cpu", 0.0) + built.generate_seconds
+                summary.phases["build_cpu"] = summary.phases.get("build_cpu", 0.0) + built.build_seconds
+                summary.build_status[built.status] += 1
+                if options.deadline is not None and time.time() - start > options.deadline:
+                    summary.stopped_early = True
+                    break
+                group = groups[source_key]
+                if self.worker.process is None:
+                    self._start_worker([c for g in groups.values() for c in g])
+                    summary.notes = list(self.notes)
+                self._measure_group(group, built.source_hash, summary, start, todo, progress)
+                waited = time.time()
+        summary.build_seconds = summary.phases.get("wait_for_builds", 0.0)
+
+    def _measure_group(self, group: list[dict], source: Optional[str], summary: Summary, start: float, todo: int,
+                       progress) -> None:
+        """Measure one source's configurations in the worker; each result goes to the store."""
+        t = time.time()
+        stored = 0.0
+        for result in self.worker.measure_group(group, self.options.timeout):
+            config = result["config"]
+            record = Record(config, result["status"], result.get("time"), result.get("times", []),
+                            result.get("spread"), result.get("error"), bool(result.get("verified")),
+                            source, limit=result.get("limit"))
+            s = time.time()
+            self.store.add(self.run, record)
+            stored += time.time() - s
+            summary.measured += 1
+            summary.statuses[record.status] += 1
+            if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
+                summary.best_time, summary.best_config = record.time, config
+            summary.seconds = time.time() - start
+            if progress is not None:
+                progress(summary.measured, todo, summary)
+        summary.phases["store"] = summary.phases.get("store", 0.0) + stored
+        summary.phases["measure"] = summary.phases.get("measure", 0.0) + time.time() - t - stored
 
     def retime(self, configs: list[dict], repeats: int = 15, rounds: int = 5,
                progress: Optional[Callable[[int, int, Any], None]] = None) -> dict[str, Record]:
