@@ -182,3 +182,25 @@ def test_pipelined_measurement_stores_what_the_serial_one_does(tmp_path):
         if b.status == "ok":
             assert len(b.times) >= MIN_TIMED
     assert serial.statuses["invalid_config"] >= 1
+
+
+def test_an_error_mid_run_keeps_what_was_measured_and_leaves_no_process(tmp_path):
+    """The results measured before an exception (as Ctrl-C would raise) are stored, though
+    they are committed in batches; no builder or worker process outlives the run."""
+    import multiprocessing
+
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    args = {"input": np.random.default_rng(0).random((24, 40), dtype=np.float32)}
+    configs = prog.space_for(problem_shape=(24, 40)).random(6, seed=7)
+
+    def stop(done, todo, summary):
+        if done == 2:
+            raise KeyboardInterrupt
+
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        with pytest.raises(KeyboardInterrupt):
+            measure(prog, args, configs, store, progress=stop,
+                    options=MeasureOptions(cache_dir=tmp_path / "cache", build_workers=2))
+        assert len(list(store.records())) == 2
+    assert multiprocessing.active_children() == []

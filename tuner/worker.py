@@ -58,6 +58,7 @@ def worker_main(conn, setup: dict) -> None:
             return
         # a group of configurations (one source, many launches); one result is sent per configuration
         retime = message.get("repeats")  # re-timing contenders: exactly that many launches, no early cut
+        built = set()
         for config in message["configs"]:
             if retime:
                 # exactly `retime` launches, added to the stored ones (which hold MIN_TIMED or more)
@@ -67,7 +68,17 @@ def worker_main(conn, setup: dict) -> None:
                 result = _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best)
             if result.get("time") is not None:
                 best = min(best, result["time"])
+            built.add(result.pop("built", None))
             conn.send(result)
+        if message.get("forget"):  # the group's source is not needed again (pipelined measurement)
+            _forget(device, built - {None})
+
+
+def _forget(device, built: set) -> None:
+    from imagecl.runtime import launcher
+
+    for source, options in built:
+        launcher.forget(device, source, options)
 
 
 def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best: float,
@@ -85,6 +96,7 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
     key, cached = None, False
     try:
         source, options = runner.build_input(config)
+        result["built"] = (source, tuple(options))
         if cache is not None:
             key = build_key(source, options, device.name.strip(), device.driver_version.strip())
             binary = cache.get(key)
