@@ -102,6 +102,9 @@ def main(argv=None) -> int:
     mine = records  # the store holds this benchmark's run only (a fresh one, or the one resumed)
     invalid = Counter(_reason(r.error or "") for r in records if r.status == "invalid_config")
     timed = [len(r.times) for r in records if r.status == "ok"]
+    # the kernels' own time: the timed launches plus the checked one (at about the median): the
+    # floor of the launch phase on one device, whatever the host does
+    kernel_seconds = sum(sum(r.times) + (r.time or 0.0) for r in records if r.status == "ok")
     call = {"wall_seconds": wall, "enumerate_seconds": enumerate_seconds, "phases": summary.phases,
             "measured": summary.measured, "skipped": summary.skipped, "sources": summary.sources,
             "build_status": dict(summary.build_status), "stopped_early": summary.stopped_early}
@@ -123,6 +126,7 @@ def main(argv=None) -> int:
         "distinct_sources_this_call": summary.sources, "build_status_this_call": dict(summary.build_status),
         "timed_launches_per_ok": {"min": min(timed, default=0), "mean": float(np.mean(timed)) if timed else 0.0,
                                   "max": max(timed, default=0)},
+        "kernel_seconds_stored": kernel_seconds,
         "calls": len(calls), "wall_seconds_all_calls": all_wall, "phases_all_calls": dict(phases),
         "configs_per_second_all_calls": len(mine) / all_wall if all_wall else 0.0,
         "complete": not summary.stopped_early,
@@ -136,6 +140,7 @@ def main(argv=None) -> int:
           f"configurations stored ({', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))}) in "
           f"{all_wall:.1f} s over {len(calls)} call(s): {result['configs_per_second_all_calls']:.1f} configurations/s")
     print("phases (s, all calls): " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(phases.items())))
+    print(f"kernels' own time in the stored results (timed + checked launches): {kernel_seconds:.1f} s")
     print(f"this call: {summary.sources} sources ({dict(summary.build_status)}), timed launches per stored time "
           f"min {result['timed_launches_per_ok']['min']} mean {result['timed_launches_per_ok']['mean']:.1f}")
     for reason, count in invalid.most_common():

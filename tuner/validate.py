@@ -25,9 +25,12 @@ def complete_many(space, configs: Sequence[Any]) -> list[Completed]:
     out: list[Optional[Completed]] = [None] * len(configs)
     groups: dict[tuple, list[int]] = {}
     allowed = {p.name: set(p.values) for p in space.parameters}
+    pairs = {(p.name, v) for p in space.parameters for v in p.values}
     for i, config in enumerate(configs):
-        if type(config) is dict and all(type(k) is str and k in allowed and _plain_int(v) and int(v) in allowed[k]
-                                        for k, v in config.items()):
+        if type(config) is not dict:
+            out[i] = _one(space, config)
+        elif all(type(v) is int and (k, v) in pairs for k, v in config.items()) or all(
+                type(k) is str and k in allowed and _plain_int(v) and int(v) in allowed[k] for k, v in config.items()):
             groups.setdefault(tuple(config), []).append(i)
         else:
             out[i] = _one(space, config)
