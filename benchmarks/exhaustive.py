@@ -6,10 +6,14 @@ invalid one recorded with its reason; the time of each phase (issue 21).
 By default the paper's convolution space (Table 1: 131,072 configurations of
 examples/convolution9.icl, as benchmarks/throughput.py builds it) at 4096x4096; `--program P.icl
 --space all` takes every configuration of another program's own space instead. The build cache
-is a fresh temporary folder (cold) unless `--cache` names one. `--limit N` measures a seeded
-random sample of N. `--deadline S` stops after S seconds; the same `--db` in a later call goes on
-where the last stopped (what is stored is skipped), and its summary adds up every call's phases
-(kept in DB.calls.json).
+is a new folder (cold) unless `--cache` names one. `--limit N` measures a seeded random sample of
+N. Measuring stops after `--deadline` seconds (400 by default, so that a call stays under 8
+minutes); the same `--db` in a later call goes on where the last stopped (what is stored is
+skipped; the binaries built ahead are kept in DB.cache), and its summary adds up every call's
+phases (kept in DB.calls.json):
+
+    python3 benchmarks/exhaustive.py --device nvidia --db /tmp/exhaustive.db --out $OUT/exhaustive-1.json
+    python3 benchmarks/exhaustive.py --device nvidia --db /tmp/exhaustive.db --out $OUT/exhaustive-2.json
 """
 from __future__ import annotations
 
@@ -70,10 +74,13 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="measure a seeded random sample of N configurations")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=10.0, help="watchdog seconds per configuration")
-    parser.add_argument("--deadline", type=float, default=None, help="stop after this many seconds (resume with --db)")
+    parser.add_argument("--deadline", type=float, default=400.0,
+                        help="stop measuring after this many seconds, 0: never (default 400: a call stays under 8 "
+                             "minutes; resume with the same --db)")
     parser.add_argument("--workers", type=int, default=0, help="builder processes (default: cores - 1)")
     parser.add_argument("--db", default=None, help="results store (default: a temporary one); reused to resume")
-    parser.add_argument("--cache", default=None, help="build cache folder (default: a fresh temporary one: cold)")
+    parser.add_argument("--cache", default=None,
+                        help="build cache folder (default: DB.cache with --db, else a temporary one; new: cold)")
     parser.add_argument("--out", default=None, help="write the summary here as JSON")
     args = parser.parse_args(argv)
 
@@ -91,8 +98,9 @@ def main(argv=None) -> int:
 
     workdir = tempfile.TemporaryDirectory(prefix="imagecl-exhaustive-")
     db = Path(args.db) if args.db else Path(workdir.name) / "results.db"
-    cache = Path(args.cache) if args.cache else Path(workdir.name) / "cache"
-    options = MeasureOptions(timeout=args.timeout, deadline=args.deadline, build_workers=args.workers,
+    # a resumed run keeps the binaries its first call built ahead of the launches
+    cache = Path(args.cache) if args.cache else Path(str(db) + ".cache") if args.db else Path(workdir.name) / "cache"
+    options = MeasureOptions(timeout=args.timeout, deadline=args.deadline or None, build_workers=args.workers,
                              cache_dir=cache)
     start = time.time()
     with Store(db) as store, Measurer(prog, arguments, store, device, options) as measurer:

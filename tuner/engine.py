@@ -64,8 +64,9 @@ class Summary:
     sources: int = 0
     stopped_early: bool = False  # the deadline passed before every configuration was measured
     notes: list = field(default_factory=list)  # what the user should know (a reference replaced)
-    # seconds by phase: the main process's (validate, generate, wait_for_builds, measure: the worker's
-    # launches, verification and timing; store) and the builders' summed (generate_cpu, build_cpu)
+    # seconds by phase: the main process's (validate, generate, wait_for_builds, measure: the round
+    # trips to the worker; store), the builders' summed (generate_cpu, build_cpu) and the worker's
+    # (worker_generate, worker_load: the binary, or a build; worker_launch: checked, timed, settling)
     phases: dict = field(default_factory=dict)
     build_status: Counter = field(default_factory=Counter)  # built, cached, rejected, left (pipeline.Built)
 
@@ -342,6 +343,8 @@ class Measurer:
         stored = 0.0
         for result in self.worker.measure_group(group, self.options.timeout, forget=self.options.prebuild):
             config = result["config"]
+            for phase, seconds in (result.pop("seconds", None) or {}).items():
+                summary.phases["worker_" + phase] = summary.phases.get("worker_" + phase, 0.0) + seconds
             record = Record(config, result["status"], result.get("time"), result.get("times", []),
                             result.get("spread"), result.get("error"), bool(result.get("verified")),
                             source, limit=result.get("limit"))
