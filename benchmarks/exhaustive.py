@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 import tempfile
 import time
@@ -30,6 +31,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# NVIDIA's binaries are PTX: the worker's program made from one is compiled for the GPU again
+# unless the driver's compute cache holds it from the builder's build; tens of thousands of them
+# overflow its default size (set before the driver starts, inherited by the builders)
+os.environ.setdefault("CUDA_CACHE_MAXSIZE", str(4 << 30))
 
 import imagecl  # noqa: E402
 from imagecl.cli import parse_size  # noqa: E402

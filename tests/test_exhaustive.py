@@ -182,6 +182,9 @@ def test_pipelined_measurement_stores_what_the_serial_one_does(tmp_path):
         if b.status == "ok":
             assert len(b.times) >= MIN_TIMED
     assert serial.statuses["invalid_config"] >= 1
+    invalid = {json_key(r.config): r.error for r in piped_records.values() if r.status == "invalid_config"}
+    expected = {json_key(c): _one(space, c)[1] for c in configs if _one(space, c)[0] is None}
+    assert invalid == expected  # recorded with Space.complete's reasons, as one at a time did
 
 
 def test_an_error_mid_run_keeps_what_was_measured_and_leaves_no_process(tmp_path):
@@ -204,3 +207,28 @@ def test_an_error_mid_run_keeps_what_was_measured_and_leaves_no_process(tmp_path
                     options=MeasureOptions(cache_dir=tmp_path / "cache", build_workers=2))
         assert len(list(store.records())) == 2
     assert multiprocessing.active_children() == []
+
+
+def _crash_named(device, cache_dir, name, job, mark):
+    if name == os.environ.get("EX_TEST_CRASH"):
+        with open(mark % os.getpid(), "w") as f:
+            f.write(name)
+        os._exit(3)
+    return pipeline._build_job(device, cache_dir, name, job, mark)  # the builder's own (unpatched there)
+
+
+def test_a_source_whose_builder_crashes_is_built_and_measured_by_the_worker(tmp_path, monkeypatch):
+    from imagecl.tuner.store import canonical_config
+
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    args = {"input": np.random.default_rng(0).random((24, 40), dtype=np.float32)}
+    space = prog.space_for(problem_shape=(24, 40))
+    configs = space.random(4, seed=11)
+    monkeypatch.setenv("EX_TEST_CRASH", canonical_config(space.source_key(space.complete(configs[0]))))
+    monkeypatch.setattr(pipeline, "_build_job", _crash_named)
+    with Store(tmp_path / "r.db") as store:
+        summary = measure(prog, args, configs, store,
+                          options=MeasureOptions(cache_dir=tmp_path / "cache", build_workers=2))
+        records = list(store.records())
+    assert summary.build_status["left"] == 1 and summary.statuses["ok"] == 4
+    assert all(r.source_hash for r in records)

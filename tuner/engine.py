@@ -332,7 +332,13 @@ class Measurer:
                 if self.worker.process is None:
                     self._start_worker([c for g in groups.values() for c in g])
                     summary.notes = list(self.notes)
-                self._measure_group(group, built.source_hash, summary, start, todo, progress)
+                hashed = built.source_hash
+                if hashed is None:  # left to the worker (a builder crashed or timed out): hash it here
+                    try:
+                        hashed = source_hash(*self.target.build_input(group[0]))
+                    except Exception:  # noqa: BLE001 - the worker records why it cannot be generated
+                        pass
+                self._measure_group(group, hashed, summary, start, todo, progress)
                 waited = time.time()
         summary.build_seconds = summary.phases.get("wait_for_builds", 0.0)
 
