@@ -232,3 +232,41 @@ def test_a_source_whose_builder_crashes_is_built_and_measured_by_the_worker(tmp_
         records = list(store.records())
     assert summary.build_status["left"] == 1 and summary.statuses["ok"] == 4
     assert all(r.source_hash for r in records)
+
+
+def test_ctrl_c_during_a_measurement_leaves_no_process_and_keeps_the_results(tmp_path):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while builders and the
+    worker run: the command ends, what was measured is stored, no process of it is left."""
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+
+    db = tmp_path / "c.db"
+    env = dict(os.environ, IMAGECL_CACHE=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, "-m", "imagecl", "measure", str(EXAMPLES / "sobel.icl"), "--size",
+                             "40x24", "--random", "40", "--seed", "3", "--db", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    deadline = time.time() + 240
+    count = 0
+    while time.time() < deadline and proc.poll() is None and count < 2:
+        time.sleep(0.5)
+        try:
+            with sqlite3.connect(db) as con:
+                count = con.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+        except sqlite3.Error:
+            pass
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=60)
+    gone = time.time() + 20
+    while time.time() < gone:
+        try:
+            os.killpg(proc.pid, 0)  # anything left in the run's process group?
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("processes of the interrupted run are still alive")
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] >= count
