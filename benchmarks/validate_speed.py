@@ -66,7 +66,8 @@ def main(argv=None) -> int:
     result = {
         "configurations": n, "invalid": len(invalid), "valid": valid,
         "check_one_at_a_time_s": single_check, "check_all_at_once_s": batch_check,
-        "store_invalid_one_commit_each_s": per_commit * len(invalid), "store_invalid_one_transaction_s": batch_store_invalid,
+        "store_invalid_one_commit_each_s": per_commit * len(invalid),
+        "store_invalid_one_transaction_s": batch_store_invalid,
         "store_results_one_commit_each_s": per_commit * valid, "commit_ms": per_commit * 1e3,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }

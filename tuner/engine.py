@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..errors import ConfigError, ImageCLError
+from ..errors import ImageCLError
 from ..runtime.isolated import check_timeout
 from ..runtime.timing import Timing
 from .buildcache import BuildCache
 from .pipeline import BuildPipeline, source_hash
 from .spawn import main_module_hidden
-from .store import Record, Store, canonical_config, settled, text_hash
+from .store import Record, Store, canonical_config, settled
 from .target import ProgramTarget, Target, run_key  # noqa: F401 - run_key: part of this module's API
 from .validate import complete_many
 from .worker import worker_main
@@ -60,7 +60,7 @@ class Summary:
     best_time: Optional[float] = None
     best_config: Optional[dict] = None
     seconds: float = 0.0
-    build_seconds: float = 0.0
+    build_seconds: float = 0.0  # waiting for builds (the rest of the building overlaps the launches)
     sources: int = 0
     stopped_early: bool = False  # the deadline passed before every configuration was measured
     notes: list = field(default_factory=list)  # what the user should know (a reference replaced)
@@ -80,7 +80,7 @@ class Summary:
                 if self.best_time is not None else "no successful measurement")
         return (f"{self.measured} measured ({statuses}), {self.skipped} already stored, "
                 f"{self.sources} distinct sources; {self.seconds:.1f} s ({self.per_second:.1f} configurations/s, "
-                f"{self.build_seconds:.1f} s building); {best}")
+                f"{self.build_seconds:.1f} s waiting for builds); {best}")
 
 
 # a worker's start up to its reference (Python, pyopencl, the program, the upload and the build
