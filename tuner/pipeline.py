@@ -3,15 +3,16 @@
 Each builder process generates a source from its job (an `.icl` program's configuration: code
 generation runs in the builders too), builds it for the measurement's device in its own OpenCL
 context and writes the binary, or the compiler's verdict, to the on-disk build cache, where the
-measurement worker picks it up (`launcher.preload`: creating a program from NVIDIA's PTX or
-PoCL's binary is cheap). The engine measures each source's configurations as soon as its build
-is done, in the order the builds finish, while the builders go on with the rest.
+measurement worker picks it up (`launcher.preload`: a program made from NVIDIA's PTX or PoCL's
+binary, much cheaper than a build from source). The engine measures each source's configurations
+as soon as its build is done, in the order the builds finish, while the builders go on with the
+rest.
 
-A builder that crashes (a compiler that aborts) breaks the pool: the sources in flight are tried
-again in a fresh pool once; what fails again, times out or cannot be generated is left to the
-measurement worker, which builds it itself under its watchdog and records what happens. On
-leaving the `with` block early (an exception, Ctrl-C, the deadline) the builders are killed, so
-none outlives the run.
+A builder that crashes (a compiler that aborts) breaks the pool: the jobs its builders were on
+(each writes which, beside the pool) are left to the measurement worker, which builds them itself
+under its watchdog and records what happens; the others go to a fresh pool. A job that times out
+or cannot be generated is left to the worker too. On leaving the `with` block early (an
+exception, Ctrl-C, the deadline) the builders are killed, so none outlives the run.
 """
 from __future__ import annotations
 
