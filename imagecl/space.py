@@ -173,7 +173,10 @@ class Space:
         parameters, except that variants with local memory compile their work-group size
         in (reqd_work_group_size; codegen's VariantPlan.compiled_wg)."""
         uses_local = any(config.get(p.name) for p in self.parameters if p.family is ch.LOCAL_MEM)
-        return {k: v for k, v in config.items() if uses_local or k not in self.launch_only}
+        if uses_local:
+            return dict(config)
+        launch_only = set(self.launch_only)  # once per call, not per key: a whole space calls this
+        return {k: v for k, v in config.items() if k not in launch_only}
 
     def plan(self, config: Mapping[str, int]) -> "VariantPlan":
         """The variant a configuration of this space selects, decoded through each parameter's

@@ -59,7 +59,10 @@ class BuildCache:
         os.replace(tmp, self.path(key))  # atomic: a reader never sees half a binary
 
     def put_error(self, key: str, log: str) -> None:
-        (self.directory / f"{key}.err").write_text(log)
+        path = self.directory / f"{key}.err"
+        tmp = path.with_suffix(".etmp%d" % os.getpid())
+        tmp.write_text(log)
+        os.replace(tmp, path)  # atomic too: a builder killed mid-write leaves no half log
 
 
 def _build_in_child(device_index: int, source: str, options: tuple) -> tuple[Optional[bytes], Optional[str]]:

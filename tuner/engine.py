@@ -1,15 +1,18 @@
 """The measurement engine: configurations in, trustworthy times (or classified failures) out.
 
+- Configurations are completed and checked against the space's constraints all at once
+  (validate.py); the invalid ones are recorded in one transaction, without a launch.
 - Configurations that share an OpenCL source (they differ only in launch-only parameters) are
-  measured together, after one build; sources are built ahead, in parallel processes, into the
-  on-disk build cache.
+  measured together, after one build; sources are generated and built in parallel processes into
+  the on-disk build cache while the worker measures those already built (pipeline.py).
 - Launches run in a worker process (worker.py). A variant that hangs is stopped by a watchdog
   (the worker is killed and replaced) and recorded as a timeout, with the timeout it had; a
   worker that dies is recorded as a crash; the run goes on. The reference's run, when a worker
   starts, is under the same watchdog: one that hangs is replaced by another (a program's naive
   variant with other `tunable` values), and when none finishes the run stops with an error.
-- Every result is committed to the store as it arrives; a restarted run skips what is stored,
-  except timeouts recorded with less time than it allows, which are measured again.
+- Results are committed to the store as they arrive, together at most STORE_EVERY seconds apart
+  (and whenever the measurement stops, by an error or Ctrl-C too); a restarted run skips what is
+  stored, except timeouts recorded with less time than it allows, which are measured again.
 """
 from __future__ import annotations
 
@@ -21,13 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..errors import ConfigError, ImageCLError
+from ..errors import ImageCLError
 from ..runtime.isolated import check_timeout
 from ..runtime.timing import Timing
-from .buildcache import BuildCache, prebuild
+from .buildcache import BuildCache
+from .pipeline import BuildPipeline, source_hash
 from .spawn import main_module_hidden
-from .store import Record, Store, canonical_config, settled, text_hash
+from .store import Record, Store, canonical_config, settled
 from .target import ProgramTarget, Target, run_key  # noqa: F401 - run_key: part of this module's API
+from .validate import complete_many
 from .worker import worker_main
 
 
@@ -37,7 +42,7 @@ class MeasureOptions:
     repeats: int = 3  # timed launches per configuration (at least MIN_TIMED, runtime/timing.py), after a warm-up
     max_repeats: int = 10
     max_spread: float = 0.10  # repeat more while (max - min) / median exceeds this
-    build_workers: int = 0  # 0: one per CPU core
+    build_workers: int = 0  # builder processes; 0: one per CPU core but one (pipeline.builder_count)
     cache_dir: Optional[Path] = None
     prebuild: bool = True
     deadline: Optional[float] = None  # seconds for the whole call; stops cleanly after the result in flight
@@ -55,10 +60,15 @@ class Summary:
     best_time: Optional[float] = None
     best_config: Optional[dict] = None
     seconds: float = 0.0
-    build_seconds: float = 0.0
+    build_seconds: float = 0.0  # waiting for builds (the rest of the building overlaps the launches)
     sources: int = 0
     stopped_early: bool = False  # the deadline passed before every configuration was measured
     notes: list = field(default_factory=list)  # what the user should know (a reference replaced)
+    # seconds by phase: the main process's (validate, generate, wait_for_builds, measure: the round
+    # trips to the worker; store), the builders' summed (generate_cpu, build_cpu) and the worker's
+    # (worker_generate, worker_load: the binary, or a build; worker_launch: checked, timed, settling)
+    phases: dict = field(default_factory=dict)
+    build_status: Counter = field(default_factory=Counter)  # built, cached, rejected, left (pipeline.Built)
 
     @property
     def per_second(self) -> float:
@@ -70,7 +80,7 @@ class Summary:
                 if self.best_time is not None else "no successful measurement")
         return (f"{self.measured} measured ({statuses}), {self.skipped} already stored, "
                 f"{self.sources} distinct sources; {self.seconds:.1f} s ({self.per_second:.1f} configurations/s, "
-                f"{self.build_seconds:.1f} s building); {best}")
+                f"{self.build_seconds:.1f} s waiting for builds); {best}")
 
 
 # a worker's start up to its reference (Python, pyopencl, the program, the upload and the build
@@ -133,16 +143,18 @@ class _Worker:
             self.conn.close()
         self.process, self.conn = None, None
 
-    def measure_group(self, configs: list[dict], timeout: float, repeats: Optional[int] = None):
+    def measure_group(self, configs: list[dict], timeout: float, repeats: Optional[int] = None,
+                      forget: bool = False):
         """Yield one result per configuration, in order: the worker's, or a timeout / crash record
         (after which a fresh worker takes the rest of the group). `repeats` asks for exactly that
-        many timed launches each (re-timing), instead of the worker's adaptive count."""
+        many timed launches each (re-timing), instead of the worker's adaptive count. `forget`: the
+        worker drops the group's built program afterwards (it is not measured again)."""
         pending = list(configs)
         while pending:
             if self.process is None:
                 self.start(timeout)
             try:
-                self.conn.send({"configs": pending, "repeats": repeats})
+                self.conn.send({"configs": pending, "repeats": repeats, "forget": forget})
                 while pending:
                     if not self.conn.poll(timeout):
                         self.stop()
@@ -182,6 +194,8 @@ class Measurer:
         self.space = self.target.space
         self.cache = BuildCache(self.options.cache_dir)
         self.notes: list[str] = []
+        self._unstored: list[Record] = []  # measured, not yet committed (see _store_results)
+        self._stored_at = 0.0
         self.worker = _Worker({**self.target.worker_setup(), "device_index": self.device_index,
                                "cache_dir": str(self.cache.directory), "repeats": self.options.repeats,
                                "max_repeats": self.options.max_repeats, "max_spread": self.options.max_spread})
@@ -250,13 +264,12 @@ class Measurer:
         done = store.done_keys(run, options.timeout)
         groups: dict[str, list[dict]] = {}
         seen = set()
-        for config in configs:
-            try:
-                full = space.complete(config)
-            except ConfigError as exc:
+        invalid = []
+        for config, (full, error) in zip(configs, complete_many(space, configs)):
+            if full is None:
                 key = canonical_config({k: v for k, v in config.items() if isinstance(v, int)})
                 if key not in done:
-                    store.add(run, Record(dict(config), "invalid_config", None, error=str(exc)))
+                    invalid.append(Record(dict(config), "invalid_config", None, error=error))
                     summary.statuses["invalid_config"] += 1
                 continue
             key = canonical_config(full)
@@ -267,39 +280,106 @@ class Measurer:
             source_key = canonical_config(space.source_key(full))
             groups.setdefault(source_key, []).append(full)
         summary.sources = len(groups)
-
-        builds = {k: target.build_input(g[0]) for k, g in groups.items()}
-        if options.prebuild and builds:
+        summary.phases["validate"] = time.time() - start
+        if invalid:
             t = time.time()
-            prebuild(self.cache, self.device_index, self.device.name.strip(), self.device.driver_version.strip(),
-                     builds.values(), workers=options.build_workers)
-            summary.build_seconds = time.time() - t
+            store.add_many(run, invalid)  # one transaction: recorded without a launch, thousands at once
+            summary.phases["store"] = time.time() - t
 
         todo = sum(len(g) for g in groups.values())
-        if groups:
-            self._start_worker([c for g in groups.values() for c in g])
-        summary.notes = list(self.notes)
-        for source_key, group in groups.items():
-            if options.deadline is not None and time.time() - start > options.deadline:
-                summary.stopped_early = True
-                break
-            source, build_options = builds[source_key]
-            source_hash = text_hash(source + "\0" + " ".join(build_options) if build_options else source)
-            for result in self.worker.measure_group(group, options.timeout):
-                config = result["config"]
-                record = Record(config, result["status"], result.get("time"), result.get("times", []),
-                                result.get("spread"), result.get("error"), bool(result.get("verified")),
-                                source_hash, limit=result.get("limit"))
-                store.add(run, record)
-                summary.measured += 1
-                summary.statuses[record.status] += 1
-                if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
-                    summary.best_time, summary.best_config = record.time, config
-                summary.seconds = time.time() - start
-                if progress is not None:
-                    progress(summary.measured, todo, summary)
+        if not groups:
+            summary.seconds = time.time() - start
+            return summary
+        self._unstored, self._stored_at = [], time.time()
+        try:
+            if options.prebuild:
+                self._measure_pipelined(groups, summary, start, todo, progress)
+            else:
+                t = time.time()
+                builds = {k: source_hash(*target.build_input(g[0])) for k, g in groups.items()}
+                summary.phases["generate"] = time.time() - t
+                self._start_worker([c for g in groups.values() for c in g])
+                summary.notes = list(self.notes)
+                for source_key, group in groups.items():
+                    if options.deadline is not None and time.time() - start > options.deadline:
+                        summary.stopped_early = True
+                        break
+                    self._measure_group(group, builds[source_key], summary, start, todo, progress)
+        finally:
+            self._store_results(summary)  # also on Ctrl-C or an error: what was measured is kept
         summary.seconds = time.time() - start
         return summary
+
+    def _measure_pipelined(self, groups: dict[str, list[dict]], summary: Summary, start: float, todo: int,
+                           progress) -> None:
+        """Measure the groups as their sources are built, in parallel, into the build cache
+        (pipeline.py); the worker loads each binary from there."""
+        options = self.options
+        jobs = {k: self.target.build_job(g[0]) for k, g in groups.items()}
+        device = self.device
+        with BuildPipeline(self.cache, self.device_index, device.name.strip(), device.driver_version.strip(),
+                           workers=options.build_workers) as pipeline:
+            waited = time.time()
+            for source_key, built in pipeline.results(jobs):
+                summary.phases["wait_for_builds"] = summary.phases.get("wait_for_builds", 0.0) + time.time() - waited
+                summary.phases["generate_cpu"] = summary.phases.get("generate_cpu", 0.0) + built.generate_seconds
+                summary.phases["build_cpu"] = summary.phases.get("build_cpu", 0.0) + built.build_seconds
+                summary.build_status[built.status] += 1
+                if options.deadline is not None and time.time() - start > options.deadline:
+                    summary.stopped_early = True
+                    break
+                group = groups[source_key]
+                if self.worker.process is None:
+                    self._start_worker([c for g in groups.values() for c in g])
+                    summary.notes = list(self.notes)
+                hashed = built.source_hash
+                if hashed is None:  # left to the worker (a builder crashed or timed out): hash it here
+                    try:
+                        hashed = source_hash(*self.target.build_input(group[0]))
+                    except Exception:  # noqa: BLE001 - the worker records why it cannot be generated
+                        pass
+                self._measure_group(group, hashed, summary, start, todo, progress)
+                waited = time.time()
+        summary.build_seconds = summary.phases.get("wait_for_builds", 0.0)
+
+    def _measure_group(self, group: list[dict], source: Optional[str], summary: Summary, start: float, todo: int,
+                       progress) -> None:
+        """Measure one source's configurations in the worker; each result goes to the store."""
+        t = time.time()
+        stored = 0.0
+        for result in self.worker.measure_group(group, self.options.timeout, forget=self.options.prebuild):
+            config = result["config"]
+            for phase, seconds in (result.pop("seconds", None) or {}).items():
+                summary.phases["worker_" + phase] = summary.phases.get("worker_" + phase, 0.0) + seconds
+            record = Record(config, result["status"], result.get("time"), result.get("times", []),
+                            result.get("spread"), result.get("error"), bool(result.get("verified")),
+                            source, limit=result.get("limit"))
+            self._unstored.append(record)
+            if time.time() - self._stored_at > self.STORE_EVERY:
+                s = time.time()
+                self._store_results(summary)
+                stored += time.time() - s
+            summary.measured += 1
+            summary.statuses[record.status] += 1
+            if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
+                summary.best_time, summary.best_config = record.time, config
+            summary.seconds = time.time() - start
+            if progress is not None:
+                progress(summary.measured, todo, summary)
+        summary.phases["measure"] = summary.phases.get("measure", 0.0) + time.time() - t - stored
+
+    # results are committed together at most this many seconds apart: a synchronous commit of
+    # its own per result costs milliseconds (4 ms on the 2-core machine), minutes over a whole
+    # space; a run killed outright loses at most these seconds of results
+    STORE_EVERY = 1.0
+
+    def _store_results(self, summary: Summary) -> None:
+        unstored, self._unstored = self._unstored, []
+        t = time.time()
+        if unstored:
+            self.store.add_many(self.run, unstored)
+        self._stored_at = time.time()
+        summary.phases["store"] = summary.phases.get("store", 0.0) + self._stored_at - t
 
     def retime(self, configs: list[dict], repeats: int = 15, rounds: int = 5,
                progress: Optional[Callable[[int, int, Any], None]] = None) -> dict[str, Record]:

@@ -32,6 +32,12 @@ class Target:
         """The OpenCL source and build options of a full, valid configuration."""
         raise NotImplementedError
 
+    def build_job(self, config: Mapping[str, int]) -> dict:
+        """What a builder process (pipeline.py) needs to build a full, valid configuration's
+        source (picklable): by default the source itself, generated here."""
+        source, options = self.build_input(config)
+        return {"kind": "source", "source": source, "options": list(options)}
+
     def worker_setup(self) -> dict:
         """Everything a worker process needs to make this target's runner (picklable); its
         'kind' names the runner (see `make_runner`)."""
@@ -81,6 +87,11 @@ class ProgramTarget(Target):
 
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
         return self.program.source_of(self.program.plan(dict(config), self.device)), ()
+
+    def build_job(self, config: Mapping[str, int]) -> dict:
+        # the builder generates the source itself: code generation runs on every core too
+        return {"kind": "icl", "program": self.program.info.unit.source, "filename": self.program.filename,
+                "config": dict(config)}
 
     def worker_setup(self) -> dict:
         return {"kind": "icl", "source": self.program.info.unit.source, "filename": self.program.filename,

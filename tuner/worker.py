@@ -5,6 +5,7 @@ the worker needs arrives in one setup message, so a fresh worker can replace it 
 """
 from __future__ import annotations
 
+import time
 import traceback
 from typing import Any
 
@@ -58,6 +59,7 @@ def worker_main(conn, setup: dict) -> None:
             return
         # a group of configurations (one source, many launches); one result is sent per configuration
         retime = message.get("repeats")  # re-timing contenders: exactly that many launches, no early cut
+        built = set()
         for config in message["configs"]:
             if retime:
                 # exactly `retime` launches, added to the stored ones (which hold MIN_TIMED or more)
@@ -67,7 +69,17 @@ def worker_main(conn, setup: dict) -> None:
                 result = _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best)
             if result.get("time") is not None:
                 best = min(best, result["time"])
+            built.add(result.pop("built", None))
             conn.send(result)
+        if message.get("forget"):  # the group's source is not needed again (pipelined measurement)
+            _forget(device, built - {None})
+
+
+def _forget(device, built: set) -> None:
+    from imagecl.runtime import launcher
+
+    for source, options in built:
+        launcher.forget(device, source, options)
 
 
 def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best: float,
@@ -83,8 +95,14 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
 
     result: dict[str, Any] = {"config": config}
     key, cached = None, False
+    # where the worker's time goes (the engine adds them up): code generation, loading the
+    # binary (or building), and the checked, timed and settling launches
+    seconds = result["seconds"] = {"generate": 0.0, "load": 0.0, "launch": 0.0}
+    clock = time.perf_counter()
     try:
         source, options = runner.build_input(config)
+        result["built"] = (source, tuple(options))
+        seconds["generate"] = time.perf_counter() - clock
         if cache is not None:
             key = build_key(source, options, device.name.strip(), device.driver_version.strip())
             binary = cache.get(key)
@@ -94,16 +112,19 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
                 raise imagecl.BuildError("the OpenCL compiler rejected the kernel", error, source)
             if binary is not None:
                 cached = launcher.preload(device, source, binary, options)
+        seconds["load"] = time.perf_counter() - clock - seconds["generate"]
         count = max(repeats, floor)
         timing = runner.time(config, repeats=count, verify=True, read_outputs=False)
         if timing.problem:
             result.update(status="wrong_output", error=timing.problem, time=None)
+            seconds["launch"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
             return result
         contender = timing.median <= 4 * best
         timing = settle(timing, lambda: runner.time(config, repeats=count, read_outputs=False), max_spread,
                         max_repeats, float(setup.get("max_seconds", 1.0)), max_rounds=None if contender else 1)
         result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok",
                       verified=bool(setup.get("verify", True)))
+        seconds["launch"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run
         result.update(status=classify(exc), error=str(exc)[:4000], time=None)
         if key is not None and not cached and isinstance(exc, imagecl.BuildError):

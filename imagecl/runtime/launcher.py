@@ -69,6 +69,17 @@ def preload(device, source: str, binary: bytes, options: Sequence[str] = ()) -> 
         return True
 
 
+def forget(device, source: str, options: Sequence[str] = ()) -> None:
+    """Drop this process's built program of `source` (and its kernel objects): a measurement of
+    tens of thousands of sources would otherwise keep every one of them alive."""
+    context, _ = context_and_queue(device)
+    with _BUILD_LOCK:
+        program = _BUILT.pop(_key(context, device, source, options), None)
+        if program is not None:
+            for key in [k for k in _KERNELS if k[0] == id(program)]:
+                del _KERNELS[key]  # keyed by id(): a later program could reuse it
+
+
 def binary_of(device, source: str, options: Sequence[str] = ()) -> Optional[bytes]:
     """The binary of `source` if this process has built it (for the on-disk build cache)."""
     import pyopencl as cl

@@ -1,0 +1,202 @@
+"""Building the distinct sources of a measurement on every core while the device runs the built ones.
+
+Each builder process generates a source from its job (an `.icl` program's configuration: code
+generation runs in the builders too), builds it for the measurement's device in its own OpenCL
+context and writes the binary, or the compiler's verdict, to the on-disk build cache, where the
+measurement worker picks it up (`launcher.preload`: a program made from NVIDIA's PTX or PoCL's
+binary, much cheaper than a build from source). The engine measures each source's configurations
+as soon as its build is done, in the order the builds finish, while the builders go on with the
+rest.
+
+A builder that crashes (a compiler that aborts) breaks the pool: the jobs its builders were on
+(each writes which, beside the pool) are left to the measurement worker, which builds them itself
+under its watchdog and records what happens; the others go to a fresh pool. A job that times out
+or cannot be generated is left to the worker too. On leaving the `with` block early (an
+exception, Ctrl-C, the deadline) the builders are killed, so none outlives the run.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import signal
+import tempfile
+import time
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Optional
+
+from .buildcache import BuildCache, build_key
+from .spawn import main_module_hidden
+from .store import text_hash
+
+Job = dict  # picklable: {"kind": "source", "source", "options"} or {"kind": "icl", "program", "filename", "config"}
+
+
+def source_hash(source: str, options) -> str:
+    """The hash a record keeps of the source (and build options) it was measured from."""
+    return text_hash(source + "\0" + " ".join(options) if options else source)
+
+
+@dataclass
+class Built:
+    """What became of one job."""
+
+    status: str  # "built", "cached" (built before), "rejected" (the compiler's error, cached), "left" (see below)
+    source_hash: Optional[str] = None
+    generate_seconds: float = 0.0  # code generation, in the builder
+    build_seconds: float = 0.0  # the OpenCL build, in the builder
+    error: Optional[str] = None  # "left": why the measurement worker builds it itself
+
+
+def builder_count(requested: int = 0) -> int:
+    """Builders: as requested, else one per core but one (the measurement worker's)."""
+    return requested if requested > 0 else max(1, (os.cpu_count() or 2) - 1)
+
+
+class BuildPipeline:
+    """Builds jobs in a pool of processes; `results` yields (name, Built) as builds finish."""
+
+    RETRIES = 1  # pools broken with no job known to be in flight, before the rest is left to the worker
+
+    def __init__(self, cache: BuildCache, device_index: int, device_name: str, driver: str, workers: int = 0,
+                 timeout: float = 120.0) -> None:
+        self.cache = cache
+        self.device = (device_index, device_name, driver)
+        self.workers = builder_count(workers)
+        self.timeout = timeout  # seconds one build may take (the pool's share of it: see results)
+        self.pool: Optional[concurrent.futures.ProcessPoolExecutor] = None
+
+    def __enter__(self) -> "BuildPipeline":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop(kill=True)  # a no-op once every result was taken; else the builds are not needed
+
+    def _start(self, count: int) -> concurrent.futures.ProcessPoolExecutor:
+        context = multiprocessing.get_context("spawn")
+        self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=max(1, min(self.workers, count)),
+                                                           mp_context=context, initializer=_ignore_interrupts)
+        return self.pool
+
+    def _stop(self, kill: bool) -> None:
+        pool, self.pool = self.pool, None
+        if pool is None:
+            return
+        if kill:
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                if process.is_alive():
+                    process.kill()
+            for process in processes:
+                process.join(5)
+        else:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def results(self, jobs: Mapping[str, Job]) -> Iterator[tuple[str, Built]]:
+        """(name, Built) for every job, as its build finishes."""
+        pending = dict(jobs)
+        blind = 0  # pools broken with no job found in flight
+        with tempfile.TemporaryDirectory(prefix="imagecl-builders-") as marks:
+            while pending:
+                pool = self._start(len(pending))
+                with main_module_hidden():  # the pool starts its processes as jobs are submitted
+                    futures = {pool.submit(_build_job, self.device, str(self.cache.directory), name, job,
+                                           os.path.join(marks, "%d")): name
+                               for name, job in pending.items()}
+                crashed: dict[str, Job] = {}
+                taken = set()
+                # a job waits for the ones ahead of it: the whole batch's share of the timeout
+                budget = self.timeout * max(1.0, len(futures) / self.workers)
+                try:
+                    for future in concurrent.futures.as_completed(futures, timeout=budget):
+                        name = futures[future]
+                        taken.add(name)
+                        try:
+                            yield name, future.result()
+                        except BrokenProcessPool:
+                            crashed[name] = pending[name]
+                        except Exception as exc:  # noqa: BLE001 - the worker builds it and records what happens
+                            yield name, Built("left", error=f"the build process failed: {exc}")
+                except concurrent.futures.TimeoutError:
+                    self._stop(kill=True)
+                    for future, name in futures.items():
+                        if name in taken:
+                            continue
+                        if future.done() and not future.cancelled() and future.exception() is None:
+                            yield name, future.result()
+                        else:
+                            yield name, Built("left", error="the build timed out")
+                    return
+                self._stop(kill=bool(crashed))
+                # the jobs a crashed pool's builders were building when it broke: left to the
+                # measurement worker; the others are tried again in a fresh pool
+                suspects = set()
+                for mark in os.listdir(marks):
+                    with open(os.path.join(marks, mark)) as f:
+                        suspects.add(f.read())
+                    os.remove(os.path.join(marks, mark))
+                suspects &= set(crashed)
+                blind = blind + 1 if crashed and not suspects else 0
+                for name in list(crashed):
+                    if name in suspects or blind > self.RETRIES:
+                        del crashed[name]
+                        yield name, Built("left", error="the build process died (the compiler crashed?)")
+                pending = crashed
+
+
+def _ignore_interrupts() -> None:
+    # Ctrl-C reaches the whole process group: the engine stops the builders itself
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+_PROGRAMS: dict[tuple[str, str], Any] = {}
+
+
+def job_source(job: Job, device) -> tuple[str, tuple[str, ...]]:
+    """The OpenCL source and build options of a job (generated here for an `.icl` program)."""
+    if job["kind"] == "source":
+        return job["source"], tuple(job["options"])
+    import imagecl
+
+    key = (job["program"], job["filename"])
+    program = _PROGRAMS.get(key)
+    if program is None:
+        program = _PROGRAMS[key] = imagecl.compile(job["program"], job["filename"])
+    return program.source_of(program.plan(dict(job["config"]), device)), ()
+
+
+def _build_job(device: tuple[int, str, str], cache_dir: str, name: str, job: Job, mark: str) -> Built:
+    """Build one job in a builder process; `mark` % pid names the file that says which job this
+    builder is on while it builds (so that a crash can be pinned on it)."""
+    from imagecl.runtime.devices import _all_devices
+
+    from .buildcache import _build_in_child
+
+    index, device_name, driver = device
+    cl_device = _all_devices()[index]
+    start = time.perf_counter()
+    try:
+        source, options = job_source(job, cl_device)
+    except Exception as exc:  # noqa: BLE001 - the worker generates it again and records the error
+        return Built("left", error=f"{type(exc).__name__}: {exc}", generate_seconds=time.perf_counter() - start)
+    generated = time.perf_counter()
+    cache = BuildCache(cache_dir)
+    key = build_key(source, options, device_name, driver)
+    done = Built("cached", source_hash(source, options), generated - start)
+    if cache.path(key).exists() or cache.error(key) is not None:
+        return done
+    mark = mark % os.getpid()
+    with open(mark, "w") as f:
+        f.write(name)
+    binary, log = _build_in_child(index, source, options)
+    os.remove(mark)
+    done.build_seconds = time.perf_counter() - generated
+    if binary is not None:
+        cache.put(key, binary)
+        done.status = "built"
+    else:
+        cache.put_error(key, log or "unknown build error")
+        done.status = "rejected"
+    return done
