@@ -15,13 +15,9 @@ from pathlib import Path
 
 import imagecl
 from imagecl.errors import ConfigError
-from imagecl.space import DeviceLimits
+from imagecl.bench.paper_space import H200, POW2
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-H200 = DeviceLimits(name="NVIDIA H200", max_work_group_size=1024, max_work_item_sizes=(1024, 1024, 64),
-                    local_mem_size=48 * 1024, max_constant_buffer_size=64 * 1024, max_constant_args=9,
-                    image_support=True, image2d_max=(32768, 32768), image3d_max=(16384, 16384, 16384))
-POW2 = [1, 2, 4, 8, 16, 32, 64, 128]
 
 
 def main(argv=None) -> int:

@@ -18,7 +18,6 @@ phases (kept in DB.calls.json):
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
@@ -30,29 +29,19 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 # NVIDIA's binaries are PTX: the worker's program made from one is compiled for the GPU again
 # unless the driver's compute cache holds it from the builder's build; tens of thousands of them
 # overflow its default size (set before the driver starts, inherited by the builders)
 os.environ.setdefault("CUDA_CACHE_MAXSIZE", str(4 << 30))
 
 import imagecl  # noqa: E402
+from imagecl.bench.paper_space import paper_space  # noqa: E402
 from imagecl.cli import parse_size  # noqa: E402
 from imagecl.runtime.devices import describe, select_device  # noqa: E402
 from imagecl.runtime.synthetic import synthetic_arguments  # noqa: E402
 from imagecl.tuner.engine import MeasureOptions, Measurer  # noqa: E402
 from imagecl.tuner.store import Store  # noqa: E402
 
-POW2 = [1, 2, 4, 8, 16, 32, 64, 128]
-
-
-def paper_space(prog) -> list[dict]:
-    """Table 1's 131,072 configurations of convolution9.icl (benchmarks/throughput.py's)."""
-    unroll = [p.name for p in prog.space.parameters if p.kind == "unroll"]
-    return [{"wg_x": wx, "wg_y": wy, "px_x": px, "px_y": py, "image_input": img, "local_input": loc,
-             "interleaved": inter, "constant_filter": const, **{n: 9 if unr else 1 for n in unroll}}
-            for wx, wy, px, py, img, loc, inter, unr, const in itertools.product(POW2, POW2, POW2, POW2,
-                                                                                 *[(0, 1)] * 5)]
 
 
 def whole_space(space) -> list[dict]:

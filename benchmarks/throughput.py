@@ -12,7 +12,6 @@ Prints configurations per second and where the time went (parallel builds, launc
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 import tempfile
@@ -24,24 +23,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 import imagecl  # noqa: E402
+from imagecl.bench.paper_space import paper_space  # noqa: E402
 from imagecl.runtime.devices import describe, select_device  # noqa: E402
 from imagecl.tuner.engine import MeasureOptions, measure  # noqa: E402
 from imagecl.tuner.store import Store  # noqa: E402
-
-POW2 = [1, 2, 4, 8, 16, 32, 64, 128]
-
-
-def paper_space(prog) -> list[dict]:
-    unroll = [p.name for p in prog.space.parameters if p.kind == "unroll"]
-    configs = []
-    for wx, wy, px, py, img, loc, inter, unr, const in itertools.product(
-            POW2, POW2, POW2, POW2, (0, 1), (0, 1), (0, 1), (0, 1), (0, 1)):
-        c = {"wg_x": wx, "wg_y": wy, "px_x": px, "px_y": py, "image_input": img, "local_input": loc,
-             "interleaved": inter, "constant_filter": const}
-        for name in unroll:
-            c[name] = 9 if unr else 1
-        configs.append(c)
-    return configs
 
 
 def main(argv=None) -> int:

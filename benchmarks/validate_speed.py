@@ -18,12 +18,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import imagecl  # noqa: E402
-from codegen_speed import H200  # noqa: E402
-from exhaustive import paper_space  # noqa: E402
+from imagecl.bench.paper_space import H200, paper_space  # noqa: E402
 from imagecl.errors import ConfigError  # noqa: E402
 from imagecl.tuner.store import Record, RunKey, Store  # noqa: E402
 from imagecl.tuner.validate import complete_many  # noqa: E402
