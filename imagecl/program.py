@@ -167,7 +167,7 @@ class Program:
     # ---- running ----------------------------------------------------------------------------------
     def __call__(self, *image: Any, device: Any = None, config: Optional[Mapping[str, Any] | str] = None,
                  timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy", cast: bool = False,
-                 allocator: Any = None, **arguments: Any) -> dict[str, Any]:
+                 allocator: Any = None, split: Any = None, **arguments: Any) -> dict[str, Any]:
         """Run once and return every written array: NumPy arrays, or with returns="device"
         pyopencl.array.Arrays on the run's queue (returned without waiting for the kernel).
         A program with one input array takes it positionally: `prog(img)`. Arrays may be NumPy or
@@ -178,14 +178,16 @@ class Program:
         space; "naive" for the naive variant (the program as written, whatever is tuned); None: the
         loaded folder's or the tuned configuration, else the naive variant. Device outputs are
         allocated with `allocator` (a pyopencl allocator such as pyopencl.tools.MemoryPool), else
-        with the first device array's, as pyopencl.array operations do."""
+        with the first device array's, as pyopencl.array operations do. A wavefront program
+        (docs/wavefront.md) runs split between the CPU and GPUs: `split=` forces the split
+        (imagecl/wavefront/split.py) and `device=` names the CPU device."""
         outputs, _ = self._run(self._with_positional(image, arguments), device, config, timeout, queue, returns, cast,
-                               timed=False, allocator=allocator)
+                               timed=False, allocator=allocator, split=split)
         return outputs
 
     def run(self, arguments: Mapping[str, Any], device: Any = None, config: Optional[Mapping[str, Any] | str] = None,
             timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy",
-            cast: bool = False, allocator: Any = None) -> tuple[dict[str, Any], Optional[float]]:
+            cast: bool = False, allocator: Any = None, split: Any = None) -> tuple[dict[str, Any], Optional[float]]:
         """Run once; returns the written arrays and the kernel's time in seconds (profiling events;
         None on a caller's queue made without profiling). With a `timeout` (seconds) the run goes to
         a child process that is stopped, with an ExecutionError, when the upload, kernel and
@@ -193,7 +195,7 @@ class Program:
         returns NumPy arrays only. Without one it runs here, and a kernel that never ends blocks
         the caller. The other options are __call__'s."""
         return self._run(dict(arguments), device, config, timeout, queue, returns, cast, timed=True,
-                         allocator=allocator)
+                         allocator=allocator, split=split)
 
     def _with_positional(self, image: tuple, arguments: dict[str, Any]) -> dict[str, Any]:
         if not image:
@@ -211,8 +213,14 @@ class Program:
 
     def _run(self, arguments: Mapping[str, Any], device: Any, config: Optional[Mapping[str, Any] | str],
              timeout: Optional[float], queue: Any, returns: str, cast: bool, timed: bool,
-             allocator: Any = None) -> tuple[dict, Optional[float]]:
+             allocator: Any = None, split: Any = None) -> tuple[dict, Optional[float]]:
         returns = interop.check_returns(returns)
+        if self.info.wavefront is not None:  # anti-diagonals across devices: wavefront/api.py
+            from .wavefront.api import run_program
+
+            result = run_program(self, arguments, device, config, split, timeout=timeout, queue=queue,
+                                 returns=returns, allocator=allocator, cast=cast)
+            return {self.info.wavefront: result.output}, result.seconds
         if timeout is not None:
             from .runtime.isolated import check_timeout, run_isolated
 

@@ -56,6 +56,10 @@ def check_wavefront(info: ProgramInfo, error: Callable[..., CompileError], pragm
         raise error(f"the wavefront output '{name}' must have a constant boundary condition, not '{out.boundary}'",
                     pragma_pos, "reads before row 0 or column 0 return it: boundary_cond(" + name
                     + ":constant(value)); the other modes would read points not computed yet")
+    for kind in ("image_mem", "local_mem"):
+        if info.placement[kind]:
+            raise error(f"pragma '{kind}' is not supported in a wavefront program", pragma_pos,
+                        "a wavefront program runs its naive variant on every device")
     for array in info.arrays.values():
         if array is not out and array.writes:
             raise error(f"a wavefront program writes only its output '{name}', not '{array.name}'",

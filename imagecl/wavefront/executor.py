@@ -84,11 +84,12 @@ def argument_values(program, prepared: PreparedArgs) -> list:
     return values
 
 
-def run_wavefront(program, arguments: Mapping[str, Any], split: Split, devices: Devices) -> Result:
+def run_wavefront(program, arguments: Mapping[str, Any], split: Split, devices: Devices,
+                  cast: bool = False) -> Result:
     """Run `program` (a wavefront program) on `arguments` as `split` says; the output starts as the
     given output array (else zeros) and is returned as a new array."""
     info = program.info
-    prepared = prepare(info, dict(arguments))
+    prepared = prepare(info, dict(arguments), cast=cast)
     for name in info.arrays:
         if name not in prepared.arrays:  # a left-out output: prepare(copy=True) allocated it
             raise ArgumentError(f"missing argument '{name}'")
