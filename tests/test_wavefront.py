@@ -189,3 +189,16 @@ print(json.dumps({{"devices": len({{d.int_ptr for d in (devices.cpu,) + devices.
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["devices"] == 3 and report["splits"] > 20 and report["wrong"] == []
+
+
+@pytest.mark.parametrize("dsize", [1, 4])
+def test_generated_synthetic_instances_match_their_reference(dsize):
+    from imagecl.wavefront.synthetic import Instance, data_bytes
+
+    instance = Instance(11, 4, dsize)
+    prog = instance.program()
+    assert data_bytes(prog) == 4 * dsize
+    expected = ref.synthetic(11, 11, 4) if dsize == 1 else ref.synthetic_float4(11, 11, 4)
+    for split in (Split(cpu_tile=3), Split(cpu_tile=2, band=4, gpu_tile=3, gpu_count=2, halo=2),
+                  Split(cpu_tile=1, band=30, gpu_count=1)):
+        assert np.array_equal(run_wavefront(prog, instance.arguments(), split, two_gpus()).output, expected)

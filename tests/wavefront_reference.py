@@ -52,3 +52,21 @@ def synthetic(width, height, tsize, initial=None):
                 v = (v * 1664525 + 1013904223) & mask
             out[y, x] = v >> 1
     return out.astype(np.int32)
+
+
+def synthetic_float4(width, height, tsize):
+    """The dsize=4 synthetic program: lane x as synthetic() with v >> 8, lanes y, z, w the
+    north, north-west and west neighbours' x."""
+    mask = 0xFFFFFFFF
+    out = np.zeros((height, width, 4), np.float32)
+
+    def x_at(x, y):
+        return int(out[y, x, 0]) if x >= 0 and y >= 0 else 0
+
+    for y in range(height):
+        for x in range(width):
+            v = (x_at(x - 1, y) + 3 * x_at(x, y - 1) + 7 * x_at(x - 1, y - 1) + x * 31 + y) & mask
+            for _ in range(tsize):
+                v = (v * 1664525 + 1013904223) & mask
+            out[y, x] = (v >> 8, x_at(x, y - 1), x_at(x - 1, y - 1), x_at(x - 1, y))
+    return out
