@@ -314,7 +314,7 @@ def _run(args) -> int:
         check_output(path, read, f"output '{name}'")
     check_distinct(saves.values())
     outputs, seconds = program.run(values, device=args.device, config=_parse_config(args.config),
-                                   timeout=args.timeout)
+                                   timeout=None if info.wavefront else args.timeout)  # runs here: several devices
     for name, out in outputs.items():
         if name in saves:
             write_array(saves[name], out)
@@ -451,6 +451,10 @@ def _tune(args) -> int:
     from .tuner.store import Store
 
     program = _load(args.file)
+    if program.info.wavefront is not None:  # the split between CPU and GPUs is tuned: wavefront/tune.py
+        from .wavefront.tune import tune_cli
+
+        return tune_cli(program, args)
     shape = parse_size(args.size)
     if args.budget < 1:
         raise ArgumentError("--budget needs a positive number of configurations")

@@ -48,7 +48,7 @@ def choose_split(program, arguments: Mapping[str, Any], devices: Devices, config
     if size is not None:
         from .model import predict_installed
 
-        predicted = predict_installed(program, devices, size)
+        predicted = predict_installed(program, arguments, devices, size)
         if predicted is not None:
             return predicted
     return DEFAULT

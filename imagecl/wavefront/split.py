@@ -121,7 +121,7 @@ def band_values(width: int, height: int) -> list[int]:
     return sorted(values)
 
 
-def split_space(width: int, height: int, gpus: int, cpu_tiles=(1, 4, 16), gpu_tiles=(1, 8),
+def split_space(width: int, height: int, gpus: int, cpu_tiles=(8, 32, 128), gpu_tiles=(1, 16),
                 halos=(1, 4, 16), bands: Optional[list[int]] = None) -> list[Split]:
     """Every canonical split of this grid with up to `gpus` GPUs, each once."""
     bands = band_values(width, height) if bands is None else bands
