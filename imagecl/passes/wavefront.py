@@ -38,7 +38,7 @@ def wavefront_output(analyser, pragmas: dict[str, list[ir.Pragma]]) -> Optional[
         pragmas["grid"] = [ir.Pragma(pragma.pos, "grid", [ir.PragmaArg(arg.pos, arg.name, [])], pragma.text)]
     elif not any(a.name == arg.name for p in grids for a in p.args):
         raise analyser.error(f"the wavefront output '{arg.name}' must be one of the grid's images", arg.pos,
-                             f"add it to pragma 'grid', or leave 'grid' out: the output is then the grid")
+                             "add it to pragma 'grid', or leave 'grid' out: the output is then the grid")
     return arg.name
 
 

@@ -145,8 +145,6 @@ def _cpu_tiles(cpu: _Device, tile: int, dlo: int, dhi: int, width: int, height: 
 
 def _gpu_band(split: Split, ph: Phases, width: int, height: int, host: np.ndarray, gpus: list[_Device],
               out: str) -> None:
-    import pyopencl as cl
-
     k = len(gpus)
     cols = strips(width, k)
     step = split.halo if k > 1 else ph.hi - ph.lo + 1

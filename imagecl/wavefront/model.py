@@ -5,8 +5,8 @@ An instance is described by its size, its work per point (seconds per point of t
 run, calibrated on a small grid: one run, not a search) and its data per point (bytes of an
 output pixel). Two kinds of model are compared:
 
-- performance models (`PerfModel`): regress log(seconds) of (instance, split) and take the split
-  predicted fastest among the candidates; gradient boosting, a random forest and the tuner's
+- performance models (`PerfModel`): regress log(seconds / the instance's best seconds) of
+  (instance, split) and take the split predicted fastest among the candidates; gradient boosting, a random forest and the tuner's
   bagged network (tuner/models.py);
 - the seed's way (`SeedTrees`): one regression tree per split parameter, trained on each
   training instance's five best splits, predicting the parameter from the instance alone; the
@@ -18,15 +18,14 @@ from __future__ import annotations
 import functools
 import math
 import os
-import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .split import FIELDS, Split, phases, split_space
+from .split import Split, phases, split_space
 
-PERF_MODELS = ("gradient_boosting", "random_forest", "bagged_nn")
+PERF_MODELS = ("gradient_boosting", "random_forest", "bnn")
 SEED_MODEL = "seed_trees"
 TRAINING_ENV = "IMAGECL_WAVEFRONT_TRAINING"
 
@@ -66,7 +65,8 @@ def _splits(record: Mapping[str, Any]) -> list[tuple[Split, float]]:
 
 
 class PerfModel:
-    """log(seconds) of (instance, split); `choose` takes the candidate predicted fastest."""
+    """log(seconds / best seconds) of (instance, split): the instance's own scale drops out, what is
+    left is what the split costs. `choose` takes the candidate predicted fastest."""
 
     def __init__(self, name: str = "gradient_boosting", seed: int = 0) -> None:
         self.name, self.seed = name, seed
@@ -77,10 +77,12 @@ class PerfModel:
         X, y = [], []
         for record in records:
             f = _features(record)
-            for split, seconds in _splits(record):
+            measured = _splits(record)
+            best = min(t for _, t in measured)
+            for split, seconds in measured:
                 X.append(f.vector() + split_vector(split, f.width, f.height))
-                y.append(math.log(seconds))
-        kw = {"epochs": 600} if self.name == "bagged_nn" else {}
+                y.append(math.log(seconds / best))  # the split's cost relative to the instance's best
+        kw = {"epochs": 600} if self.name == "bnn" else {}
         self.model = make_model(self.name, seed=self.seed, **kw).fit(np.array(X), np.array(y))
         return self
 

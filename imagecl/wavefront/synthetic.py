@@ -48,8 +48,6 @@ class Instance:
     dsize: int
 
     def program(self):
-        import imagecl
-
         return _compiled(self.dsize)
 
     def arguments(self) -> dict[str, Any]:
