@@ -18,21 +18,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import imagecl
+from imagecl.wavefront import model as wm
+from imagecl.wavefront.api import sequential
+from imagecl.wavefront.devices import wavefront_devices
+from imagecl.wavefront.executor import run_wavefront
+from imagecl.wavefront.split import Split, split_space
+from imagecl.wavefront.synthetic import Instance
+from imagecl.wavefront.tune import measure_splits
 
-import imagecl  # noqa: E402
-from imagecl.wavefront import model as wm  # noqa: E402
-from imagecl.wavefront.api import sequential  # noqa: E402
-from imagecl.wavefront.devices import wavefront_devices  # noqa: E402
-from imagecl.wavefront.executor import run_wavefront  # noqa: E402
-from imagecl.wavefront.split import Split, split_space  # noqa: E402
-from imagecl.wavefront.synthetic import Instance  # noqa: E402
-from imagecl.wavefront.tune import measure_splits  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 FULL = {"dims": [256, 768, 1536], "tsizes": [1, 16, 128, 1024], "dsizes": [1, 4],
         "real_sizes": [1024, 2560], "cpu_tiles": [8, 32, 128], "gpu_tiles": [1, 16], "halos": [1, 4, 16]}

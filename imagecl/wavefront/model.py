@@ -83,7 +83,10 @@ class PerfModel:
                 X.append(f.vector() + split_vector(split, f.width, f.height))
                 y.append(math.log(seconds / best))  # the split's cost relative to the instance's best
         kw = {"epochs": 600} if self.name == "bnn" else {}
-        self.model = make_model(self.name, seed=self.seed, **kw).fit(np.array(X), np.array(y))
+        model = make_model(self.name, seed=self.seed, **kw)
+        if hasattr(model, "cv"):
+            model.cv = len(y) + 1  # only the ranking is used: no cross-validated error estimate
+        self.model = model.fit(np.array(X), np.array(y))
         return self
 
     def rank(self, features: Features, candidates: Sequence[Split]) -> list[Split]:
