@@ -135,3 +135,22 @@ def test_imagecl_tune_and_run_on_a_wavefront_program(tmp_path):
 
     expected = ref.needleman_wunsch(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"), 2, -1, 1)
     assert np.array_equal(np.load(tmp_path / "out.npy"), expected)
+
+
+def test_prog_uses_the_model_of_a_training_file_once_per_size(tmp_path, monkeypatch):
+    from imagecl.wavefront import model as model_module
+
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"grid": {"cpu_tiles": [8, 32], "gpu_tiles": [1], "halos": [1]},
+                                "instances": records([32, 64], [1e-9, 1e-6])}))
+    monkeypatch.setenv(wm.TRAINING_ENV, str(path))
+    calls = []
+    real = model_module.work_per_point
+    monkeypatch.setattr(model_module, "work_per_point", lambda *a, **k: calls.append(1) or real(*a, **k))
+    prog = imagecl.load(EXAMPLES / "lcs.icl")
+    args = wm.instance_arguments(prog, 20, 16, {})
+    import wavefront_reference as ref
+
+    for _ in range(2):
+        assert np.array_equal(prog(**args)["length"], ref.lcs(args["a"][:20], args["b"][:16]))
+    assert len(calls) == 1

@@ -82,7 +82,7 @@ class PerfModel:
             for split, seconds in measured:
                 X.append(f.vector() + split_vector(split, f.width, f.height))
                 y.append(math.log(seconds / best))  # the split's cost relative to the instance's best
-        kw = {"epochs": 600} if self.name == "bnn" else {}
+        kw = {"epochs": 300} if self.name == "bnn" else {}
         model = make_model(self.name, seed=self.seed, **kw)
         if hasattr(model, "cv"):
             model.cv = len(y) + 1  # only the ranking is used: no cross-validated error estimate
@@ -212,8 +212,12 @@ def predict_installed(program, arguments: Mapping[str, Any], devices, size: tupl
         return None
     model, grid = trained_from(path)
     scalars = {k: v for k, v in arguments.items() if k not in program.info.arrays}
-    features = Features(size[0], size[1], work_per_point(program, scalars, devices), data_per_point(program))
-    return model.choose(features, candidates(size[0], size[1], len(devices.gpus), grid))
+    key = (path, os.stat(path).st_mtime, tuple(size), repr(sorted(scalars.items())), devices)
+    cache = program.__dict__.setdefault("_wavefront_predictions", {})
+    if key not in cache:  # the calibration runs once per program, size and scalars
+        features = Features(size[0], size[1], work_per_point(program, scalars, devices), data_per_point(program))
+        cache[key] = model.choose(features, candidates(size[0], size[1], len(devices.gpus), grid))
+    return cache[key]
 
 
 def share(choice: Split, measured: Mapping[Split, float]) -> float:
