@@ -100,6 +100,9 @@ class Program:
         return self.space_for_limits(DeviceLimits.of(select_device(device)), problem_shape)
 
     def space_for_limits(self, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None) -> Space:
+        if self.info.wavefront is not None:  # its data-parallel variants would race on the output
+            raise ConfigError(f"'{self.name}' is a wavefront program: what is tuned is its split between the CPU "
+                              "and GPUs (imagecl tune, prog(..., split=...); docs/wavefront.md), not variants")
         key = (limits, problem_shape)
         cache = self.__dict__.setdefault("_spaces", {})
         if key not in cache:

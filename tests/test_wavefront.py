@@ -202,3 +202,11 @@ def test_generated_synthetic_instances_match_their_reference(dsize):
     for split in (Split(cpu_tile=3), Split(cpu_tile=2, band=4, gpu_tile=3, gpu_count=2, halo=2),
                   Split(cpu_tile=1, band=30, gpu_count=1)):
         assert np.array_equal(run_wavefront(prog, instance.arguments(), split, two_gpus()).output, expected)
+
+
+def test_a_wavefront_program_has_no_variant_space():
+    prog = imagecl.load(EXAMPLES / "lcs.icl")
+    with pytest.raises(ConfigError, match="wavefront program"):
+        prog.space
+    with pytest.raises(ConfigError, match="wavefront program"):
+        prog.build(size=(8, 8))
