@@ -162,7 +162,7 @@ def instance_arguments(program, width: int, height: int, given: Mapping[str, Any
     return args
 
 
-def work_per_point(program, given: Mapping[str, Any], devices, sizes=(32, 128), repeats: int = 3) -> float:
+def work_per_point(program, given: Mapping[str, Any], devices, sizes=(64, 256), repeats: int = 3) -> float:
     """Seconds per point of the sequential run: the slope between two small square grids (the
     fixed costs of a run cancel out)."""
     from .api import sequential
