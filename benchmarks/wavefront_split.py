@@ -7,7 +7,7 @@ share of the best split's.
 
 `--device` names the GPUs (a name fragment: every device it matches; "cpu" makes the CPU device
 play the GPU too); the CPU is the first CPU device (PoCL). The measurements stop at
-`--time-limit` seconds (default 330: real programs first, for at most 45% of it, then synthetic
+`--time-limit` seconds (default 300: real programs first, for at most 45% of it, then synthetic
 instances in an interleaved order, so that a cut keeps the grid's corners); the models then train
 and predict (about a minute). Expect about 7 minutes in all on the GPU host.
 Times are wall-clock times of one whole run (uploads, launches, halo swaps, downloads; the build
@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cpu", default=None, help="the CPU device (default: the first CPU device)")
     parser.add_argument("--out", default="benchmarks/results/wavefront_split.json")
     parser.add_argument("--quick", action="store_true", help="a small grid (for a test on PoCL)")
-    parser.add_argument("--time-limit", type=float, default=330.0, help="seconds of measuring (default 330)")
+    parser.add_argument("--time-limit", type=float, default=300.0, help="seconds of measuring (default 300)")
     parser.add_argument("--models", default=",".join(wm.PERF_MODELS + (wm.SEED_MODEL,)))
     args = parser.parse_args(argv)
     grid = QUICK if args.quick else FULL

@@ -154,3 +154,18 @@ def test_prog_uses_the_model_of_a_training_file_once_per_size(tmp_path, monkeypa
     for _ in range(2):
         assert np.array_equal(prog(**args)["length"], ref.lcs(args["a"][:20], args["b"][:16]))
     assert len(calls) == 1
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_quick_on_pocl(tmp_path):
+    import os
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "wavefront_split.py"
+    env = {**os.environ, "POCL_DEVICES": "pthread pthread pthread", "IMAGECL_TUNED": str(tmp_path / "registry")}
+    done = subprocess.run([sys.executable, str(script), "--quick", "--time-limit", "40", "--models",
+                           "gradient_boosting,seed_trees", "--out", str(tmp_path / "w.json")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    data = json.loads((tmp_path / "w.json").read_text())
+    assert data["instances"] and all(not r["wrong"] for r in data["instances"])
+    assert {"gradient_boosting", "seed_trees"} <= set(data["models"])

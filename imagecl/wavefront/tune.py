@@ -110,6 +110,8 @@ def tune_cli(program, args) -> int:
     from .model import instance_arguments
 
     shape = parse_size(args.size)
+    if args.budget < 1:
+        raise ArgumentError("--budget needs a positive number of splits")
     if len(shape) != 2:
         raise ArgumentError("a wavefront grid is 2-D: --size WIDTHxHEIGHT")
     height, width = shape
