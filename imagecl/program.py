@@ -138,6 +138,10 @@ class Program:
         `prog(...)` runs: the configuration loaded with the program, else the one tuned on `device`
         for `size` (width, height[, depth]; the nearest tuned size if that one never was; without
         a size, the largest tuned one), else the naive variant."""
+        if self.info.wavefront is not None:  # one source for every split: wavefront/kernels.py
+            from .wavefront.kernels import wavefront_source
+
+            return wavefront_source(self.info)
         shape = None if size is None else tuple(int(s) for s in reversed(tuple(size)))
         if is_naive(config):
             return self.source_of(VariantPlan.naive(self.info), [])

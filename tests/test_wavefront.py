@@ -210,3 +210,13 @@ def test_a_wavefront_program_has_no_variant_space():
         prog.space
     with pytest.raises(ConfigError, match="wavefront program"):
         prog.build(size=(8, 8))
+
+
+def test_the_source_of_a_wavefront_program_holds_its_three_kernels():
+    prog = imagecl.load(EXAMPLES / "needleman_wunsch.icl")
+    source = prog.opencl_source()
+    assert all(f"__kernel void {k}(" in source for k in ("imcl_wf_diagonal", "imcl_wf_cpu_tiles",
+                                                          "imcl_wf_gpu_tiles"))
+    done = subprocess.run([sys.executable, "-m", "imagecl", "compile", str(EXAMPLES / "lcs.icl")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "imcl_wf_gpu_tiles" in done.stdout, done.stderr

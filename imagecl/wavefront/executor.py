@@ -52,13 +52,17 @@ class _Device:
             for i, a in enumerate(args):
                 kernel.set_arg(i, a)
         self.launches = 0
+        self.last = {name: [] for name in self.kernels}  # the ints each kernel holds: set only what changes
 
     def launch(self, name: str, window: tuple, extra: tuple, global_size: int, local_size=None) -> None:
         import pyopencl as cl
 
-        kernel = self.kernels[name]
-        for i, v in enumerate(window + extra):
-            kernel.set_arg(self.base + i, np.int32(v))
+        kernel, last = self.kernels[name], self.last[name]
+        values = window + extra
+        for i, v in enumerate(values):
+            if i >= len(last) or last[i] != v:
+                kernel.set_arg(self.base + i, np.int32(v))
+        self.last[name] = list(values)
         cl.enqueue_nd_range_kernel(self.queue, kernel, (global_size,), None if local_size is None else (local_size,))
         self.launches += 1
 
