@@ -217,6 +217,10 @@ def test_the_source_of_a_wavefront_program_holds_its_three_kernels():
     source = prog.opencl_source()
     assert all(f"__kernel void {k}(" in source for k in ("imcl_wf_diagonal", "imcl_wf_cpu_tiles",
                                                           "imcl_wf_gpu_tiles"))
+    # PoCL runs a work-group's work-items one after another, which hides a missing barrier: check the text
+    tiles = source[source.index("__kernel void imcl_wf_gpu_tiles("):]
+    loop = tiles[tiles.index("for (int imcl_s"):]
+    assert "barrier(CLK_GLOBAL_MEM_FENCE);" in loop[: loop.index("\n    }")]
     done = subprocess.run([sys.executable, "-m", "imagecl", "compile", str(EXAMPLES / "lcs.icl")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "imcl_wf_gpu_tiles" in done.stdout, done.stderr
