@@ -123,12 +123,16 @@ def band_values(width: int, height: int) -> list[int]:
 
 def split_space(width: int, height: int, gpus: int, cpu_tiles=(8, 32, 128), gpu_tiles=(1, 16),
                 halos=(1, 4, 16), bands: Optional[list[int]] = None) -> list[Split]:
-    """Every canonical split of this grid with up to `gpus` GPUs, each once."""
+    """Every canonical split of this grid with up to `gpus` GPUs, each once. The CPU tiles include
+    one tile of the whole grid without a GPU: the sequential run, the best split of small or very
+    fine-grained grids (with a GPU band, a sequential CPU part is never worth measuring)."""
     bands = band_values(width, height) if bands is None else bands
+    whole = max(width, height)
+    cpu_tiles = sorted({t for t in cpu_tiles if t < whole} | {whole})
     seen: dict[Split, None] = {}
     for cpu_tile, band, gpu_tile, count, halo in itertools.product(
             cpu_tiles, bands, gpu_tiles, range(0, gpus + 1), halos):
-        if count > 1 and halo < 1:
+        if (count > 1 and halo < 1) or (cpu_tile == whole and band >= 0 and count > 0):
             continue
         split = Split(cpu_tile, band, gpu_tile, count, halo).canonical()
         try:
