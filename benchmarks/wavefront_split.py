@@ -11,7 +11,7 @@ play the GPU too); the CPU is the first CPU device (PoCL). The measurements stop
 instances in an interleaved order, so that a cut keeps the grid's corners); the models then train
 and predict (about a minute). Expect about 7 minutes in all on the GPU host.
 Times are wall-clock times of one whole run (uploads, launches, halo swaps, downloads; the build
-is not counted), the best of two. The sequential baseline is the CPU device computing the whole
+is not counted), the best of two (three with --quick, whose runs are short enough to be noisy). The sequential baseline is the CPU device computing the whole
 grid as one tile (one work-item, row-major: compiled C on one core). Every split's output is
 compared bit for bit with the sequential run's (a real program's) or the first split's (a
 synthetic instance's, whose sequential run would take longer than all its splits). The input
@@ -28,7 +28,6 @@ import imagecl
 from imagecl.wavefront import model as wm
 from imagecl.wavefront.api import sequential
 from imagecl.wavefront.devices import wavefront_devices
-from imagecl.wavefront.executor import run_wavefront
 from imagecl.wavefront.split import Split, split_space
 from imagecl.wavefront.synthetic import Instance
 from imagecl.wavefront.tune import measure_splits
@@ -36,9 +35,10 @@ from imagecl.wavefront.tune import measure_splits
 ROOT = Path(__file__).resolve().parent.parent
 
 FULL = {"dims": [256, 1024, 2560], "tsizes": [1, 16, 128, 512], "dsizes": [1, 4],
-        "real_sizes": [1024, 2048], "cpu_tiles": [8, 32, 128], "gpu_tiles": [1, 16], "halos": [1, 4, 16]}
+        "real_sizes": [1024, 2048], "cpu_tiles": [8, 32, 128], "gpu_tiles": [1, 16], "halos": [1, 4, 16],
+        "repeats": 2}
 QUICK = {"dims": [24, 48], "tsizes": [1, 200], "dsizes": [1, 4], "real_sizes": [40],
-         "cpu_tiles": [4, 16], "gpu_tiles": [1, 4], "halos": [1, 4]}
+         "cpu_tiles": [4, 16], "gpu_tiles": [1, 4], "halos": [1, 4], "repeats": 3}
 REAL = {"needleman_wunsch": {"match": 2, "mismatch": -1, "gap": 1}, "lcs": {}, "dtw": {},
         "wavefront_synthetic": {"tsize": 256}}
 
@@ -60,7 +60,7 @@ def measure_instance(name, program, arguments, width, height, devices, grid, dea
     started = time.perf_counter()
     # a synthetic instance's splits are compared with each other (the tests compare them with NumPy);
     # a real program's with its sequential run, which its speed-up needs anyway
-    measured = measure_splits(program, arguments, devices, splits, repeats=2, deadline=deadline,
+    measured = measure_splits(program, arguments, devices, splits, repeats=grid["repeats"], deadline=deadline,
                               sequential_reference=kind == "program")
     if len(measured.seconds) < len(splits):
         return None  # cut by the time limit: an incomplete space would flatter the prediction
@@ -70,9 +70,8 @@ def measure_instance(name, program, arguments, width, height, devices, grid, dea
               "splits": [[s.as_config(), t] for s, t in measured.seconds.items()],
               "wrong": [s.as_config() for s in measured.wrong], "seconds_measuring": time.perf_counter() - started,
               **extra}
-    if kind == "program":
-        record["sequential"] = min(run_wavefront(program, arguments, sequential(width, height), devices).seconds
-                                   for _ in range(2))
+    if kind == "program":  # the sequential run is a split of the space (one tile of the whole grid)
+        record["sequential"] = measured.seconds[sequential(width, height)]
     return record
 
 

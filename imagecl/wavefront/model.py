@@ -52,7 +52,10 @@ def gpu_share(split: Split, width: int, height: int) -> float:
 
 
 def split_vector(split: Split, width: int, height: int) -> list[float]:
-    return [math.log2(split.cpu_tile), gpu_share(split, width, height), math.log2(split.gpu_tile),
+    # tiles across the grid as well as their side: one tile across (the sequential run) means the
+    # same at every size
+    across = -(-max(width, height) // split.cpu_tile)
+    return [math.log2(split.cpu_tile), math.log2(across), gpu_share(split, width, height), math.log2(split.gpu_tile),
             float(split.gpu_count), math.log2(split.halo + 1)]
 
 
