@@ -70,6 +70,18 @@ def check_every_split(name, size):
     assert not wrong, f"{len(wrong)} of {len(splits)} splits differ, e.g. {wrong[:3]}"
 
 
+def test_padded_diagonal_groups_as_on_a_gpu(monkeypatch):
+    """On a GPU a diagonal runs in groups of 64 padded past its end; here groups of 4 on PoCL."""
+    from imagecl.wavefront import executor
+
+    monkeypatch.setattr(executor, "diagonal_group", lambda device: 4)
+    prog = imagecl.load(EXAMPLES / "needleman_wunsch.icl")
+    args, expected = inputs("needleman_wunsch", 13, 9)
+    for split in (Split(cpu_tile=3, band=4, gpu_count=1), Split(cpu_tile=3, band=30, gpu_count=2, halo=2),
+                  Split(cpu_tile=1, band=30, gpu_count=2, halo=3)):
+        assert np.array_equal(run_wavefront(prog, args, split, two_gpus()).output, expected), split
+
+
 def test_the_halo_trades_swaps_for_redundant_points():
     """More halo, fewer swaps: the launches of a two-GPU band fall as the halo grows (each swap
     period restarts the diagonals), and the result stays exact."""

@@ -52,6 +52,7 @@ class _Device:
             for i, a in enumerate(args):
                 kernel.set_arg(i, a)
         self.launches = 0
+        self.group = diagonal_group(device)
         self.last = {name: [] for name in self.kernels}  # the ints each kernel holds: set only what changes
 
     def launch(self, name: str, window: tuple, extra: tuple, global_size: int, local_size=None) -> None:
@@ -65,6 +66,15 @@ class _Device:
         self.last[name] = list(values)
         cl.enqueue_nd_range_kernel(self.queue, kernel, (global_size,), None if local_size is None else (local_size,))
         self.launches += 1
+
+
+def diagonal_group(device) -> "int | None":
+    """The work-group size of a diagonal's launch: a diagonal's length is often prime, and with the
+    driver's choice a GPU would then run groups of one work-item; on a GPU, padded groups of 64
+    instead (the kernel skips the work-items past the diagonal). None: the driver's choice."""
+    import pyopencl as cl
+
+    return min(64, device.max_work_group_size) if device.type & cl.device_type.GPU else None
 
 
 def argument_values(program, prepared: PreparedArgs) -> list:
@@ -194,7 +204,10 @@ def _gpu_diagonals(g: _Device, tile: int, dlo: int, dhi: int, cbase: int, c1: in
             x0 = max(0, d - (height - 1), cbase + (d - dlo))
             x1 = min(width - 1, d, c1 - 1)
             if x1 >= x0:
-                g.launch(DIAGONAL, (width, height, d, d, cbase + (d - dlo), c1), (x0,), x1 - x0 + 1)
+                count = x1 - x0 + 1
+                if g.group:
+                    count = -(-count // g.group) * g.group
+                g.launch(DIAGONAL, (width, height, d, d, cbase + (d - dlo), c1), (x0,), count, g.group)
         return
     tiles_x, tiles_y = -(-width // tile), -(-height // tile)
     tx_lo, tx_hi = max(0, min(c1 - 1, max(0, cbase)) // tile), (c1 - 1) // tile
