@@ -317,8 +317,9 @@ def _run(args) -> int:
     if args.devices or args.iterate is not None or args.shares or args.h:
         outputs, seconds = multidevice_cli.run_split(program, values, args), None
     else:
+        timeout = None if info.wavefront else 60.0 if args.timeout is None else args.timeout
         outputs, seconds = program.run(values, device=args.device, config=_parse_config(args.config),
-                                       timeout=60.0 if args.timeout is None else args.timeout)
+                                       timeout=timeout)  # a wavefront program runs here: several devices
     for name, out in outputs.items():
         if name in saves:
             write_array(saves[name], out)
@@ -458,6 +459,10 @@ def _tune(args) -> int:
     if args.devices or args.iterate is not None:
         return multidevice_cli.tune_split(args, _tune)
     program = _load(args.file)
+    if program.info.wavefront is not None:  # the split between CPU and GPUs is tuned: wavefront/tune.py
+        from .wavefront.tune import tune_cli
+
+        return tune_cli(program, args)
     shape = parse_size(args.size)
     if args.budget < 1:
         raise ArgumentError("--budget needs a positive number of configurations")

@@ -100,6 +100,9 @@ class Program:
         return self.space_for_limits(DeviceLimits.of(select_device(device)), problem_shape)
 
     def space_for_limits(self, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None) -> Space:
+        if self.info.wavefront is not None:  # its data-parallel variants would race on the output
+            raise ConfigError(f"'{self.name}' is a wavefront program: what is tuned is its split between the CPU "
+                              "and GPUs (imagecl tune, prog(..., split=...); docs/wavefront.md), not variants")
         key = (limits, problem_shape)
         cache = self.__dict__.setdefault("_spaces", {})
         if key not in cache:
@@ -135,6 +138,10 @@ class Program:
         `prog(...)` runs: the configuration loaded with the program, else the one tuned on `device`
         for `size` (width, height[, depth]; the nearest tuned size if that one never was; without
         a size, the largest tuned one), else the naive variant."""
+        if self.info.wavefront is not None:  # one source for every split: wavefront/kernels.py
+            from .wavefront.kernels import wavefront_source
+
+            return wavefront_source(self.info)
         shape = None if size is None else tuple(int(s) for s in reversed(tuple(size)))
         if is_naive(config):
             return self.source_of(VariantPlan.naive(self.info), [])
@@ -167,7 +174,7 @@ class Program:
     # ---- running ----------------------------------------------------------------------------------
     def __call__(self, *image: Any, device: Any = None, config: Optional[Mapping[str, Any] | str] = None,
                  timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy", cast: bool = False,
-                 allocator: Any = None, devices: Any = None, shares: Any = None,
+                 allocator: Any = None, devices: Any = None, shares: Any = None, split: Any = None,
                  **arguments: Any) -> dict[str, Any]:
         """Run once and return every written array: NumPy arrays, or with returns="device"
         pyopencl.array.Arrays on the run's queue (returned without waiting for the kernel).
@@ -180,7 +187,9 @@ class Program:
         loaded folder's or the tuned configuration, else the naive variant. Device outputs are
         allocated with `allocator` (a pyopencl allocator such as pyopencl.tools.MemoryPool), else
         with the first device array's, as pyopencl.array operations do. `devices=[...]` splits the
-        grid across several devices at once, `shares=` their fractions (runtime/multidevice.py)."""
+        grid across several devices at once, `shares=` their fractions (runtime/multidevice.py).
+        A wavefront program (docs/wavefront.md) runs split between the CPU and GPUs: `split=`
+        forces the split (imagecl/wavefront/split.py) and `device=` names the CPU device."""
         if devices is not None or shares is not None:
             from .runtime import multidevice
 
@@ -188,12 +197,12 @@ class Program:
                                     device=device, timeout=timeout, queue=queue, returns=returns, cast=cast,
                                     allocator=allocator)
         outputs, _ = self._run(self._with_positional(image, arguments), device, config, timeout, queue, returns, cast,
-                               timed=False, allocator=allocator)
+                               timed=False, allocator=allocator, split=split)
         return outputs
 
     def run(self, arguments: Mapping[str, Any], device: Any = None, config: Optional[Mapping[str, Any] | str] = None,
             timeout: Optional[float] = None, queue: Any = None, returns: str = "numpy",
-            cast: bool = False, allocator: Any = None) -> tuple[dict[str, Any], Optional[float]]:
+            cast: bool = False, allocator: Any = None, split: Any = None) -> tuple[dict[str, Any], Optional[float]]:
         """Run once; returns the written arrays and the kernel's time in seconds (profiling events;
         None on a caller's queue made without profiling). With a `timeout` (seconds) the run goes to
         a child process that is stopped, with an ExecutionError, when the upload, kernel and
@@ -201,7 +210,7 @@ class Program:
         returns NumPy arrays only. Without one it runs here, and a kernel that never ends blocks
         the caller. The other options are __call__'s."""
         return self._run(dict(arguments), device, config, timeout, queue, returns, cast, timed=True,
-                         allocator=allocator)
+                         allocator=allocator, split=split)
 
     def iterate(self, n: int, *image: Any, devices: Any = None, shares: Any = None, h: Optional[int] = None,
                 config: Any = None, feed: Optional[Mapping[str, str]] = None, cast: bool = False,
@@ -229,8 +238,14 @@ class Program:
 
     def _run(self, arguments: Mapping[str, Any], device: Any, config: Optional[Mapping[str, Any] | str],
              timeout: Optional[float], queue: Any, returns: str, cast: bool, timed: bool,
-             allocator: Any = None) -> tuple[dict, Optional[float]]:
+             allocator: Any = None, split: Any = None) -> tuple[dict, Optional[float]]:
         returns = interop.check_returns(returns)
+        if self.info.wavefront is not None:  # anti-diagonals across devices: wavefront/api.py
+            from .wavefront.api import run_program
+
+            result = run_program(self, arguments, device, config, split, timeout=timeout, queue=queue,
+                                 returns=returns, allocator=allocator, cast=cast)
+            return {self.info.wavefront: result.output}, result.seconds
         if timeout is not None:
             from .runtime.isolated import check_timeout, run_isolated
 

@@ -220,3 +220,17 @@ def test_benchmark_runs_on_two_pocl_devices(tmp_path):
         "convolution9", "median", "heat", "conway"}
     for case in report["cases"]:
         assert case["sweep"] and case["predicted_share_of_best"] > 0 and len(case["singles"]) == 2
+
+
+def test_a_wavefront_program_is_not_split_into_bands():
+    """A wavefront program's split is its own (split=): bands of rows would break its dependences."""
+    import imagecl
+    from pathlib import Path
+
+    prog = imagecl.load(Path(__file__).resolve().parent.parent / "examples" / "wavefront" / "lcs.icl")
+    with pytest.raises(ArgumentError, match="wavefront program"):
+        prog(a=np.zeros(8, np.uint8), b=np.zeros(8, np.uint8), length=np.zeros((8, 8), np.int32), devices=[0],
+             shares=[1.0])
+    with pytest.raises(ArgumentError, match="wavefront program"):
+        prog.iterate(2, a=np.zeros(8, np.uint8), b=np.zeros(8, np.uint8), length=np.zeros((8, 8), np.int32),
+                     devices=[0])

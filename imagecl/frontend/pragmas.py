@@ -18,6 +18,7 @@ KNOWN_PRAGMAS = (
     "pixel",
     "tunable",
     "kernel",
+    "wavefront",
 )
 _DIRECTIVE = re.compile(r"^[ \t]*#")
 _PRAGMA = re.compile(r"^([ \t]*#[ \t]*pragma[ \t]+)(\S+)?(.*)$")

@@ -61,6 +61,7 @@ class ProgramInfo:
     unchecked_races: list[str] = field(default_factory=list)  # what could not be proven race-free
     tunable_symbols: dict[str, ir.Symbol] = field(default_factory=dict)
     c_names: dict[str, str] = field(default_factory=dict)  # user names renamed in the generated code
+    wavefront: Optional[str] = None  # the output of a wavefront program (passes/wavefront.py)
 
     def c_name(self, name: str) -> str:
         """The identifier of the user name `name` in the generated OpenCL C."""

@@ -8,6 +8,7 @@ from ..errors import CompileError
 from ..ir import nodes as ir
 from ..ir.consteval import const_int
 from .program_info import GRID_INDICES, ArrayInfo, ProgramInfo
+from .wavefront import wavefront_hint
 
 
 def grid_offset(expr: ir.Expr) -> Optional[tuple[Optional[str], int]]:
@@ -34,6 +35,8 @@ def check_races(info: ProgramInfo, error: Callable[..., CompileError]) -> None:
     grid_vars = GRID_INDICES[: info.grid_dims]
     fixed_single = info.grid_size is not None and all(s == 1 for s in info.grid_size)
     for array in info.arrays.values():
+        if array.name == info.wavefront:
+            continue  # its reads and writes are checked by passes/wavefront.py
         write_forms = _check_writes(info, array, grid_vars, fixed_single, error)
         if not array.writes or not array.reads:
             continue
@@ -94,5 +97,5 @@ def _check_reads(info: ProgramInfo, array: ArrayInfo, write_forms: list[Forms],
                 raise error(
                     f"data race: '{array.name}' is written by the kernel and read here at another "
                     "position, which other grid points may be writing",
-                    r.pos, "read from a separate input image instead",
+                    r.pos, wavefront_hint(array, r) or "read from a separate input image instead",
                 )

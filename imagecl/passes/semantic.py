@@ -19,6 +19,7 @@ from .program_info import BOUNDARY_MODES, GRID_INDICES, ArrayInfo, ProgramInfo
 from .races import check_races, grid_offset
 from .scopes import declared_names
 from .statements import StatementChecks
+from .wavefront import check_wavefront, wavefront_output
 
 
 def analyse(unit: ir.TranslationUnit) -> ProgramInfo:
@@ -34,6 +35,7 @@ class _Analyser(PragmaChecks, StatementChecks, ExpressionChecks, CallChecks, Acc
         self._declare_tunables(pragmas.get("tunable", []))
         self.kernel_param_names = {p.name for p in kernel.params}
         self._collect_arrays(kernel)
+        wavefront = wavefront_output(self, pragmas)
         grid, grid_size = self._grid(pragmas, kernel)
         self._boundaries(pragmas.get("boundary_cond", []))
         placement = self._placements(pragmas)
@@ -58,8 +60,11 @@ class _Analyser(PragmaChecks, StatementChecks, ExpressionChecks, CallChecks, Acc
             placement=placement,
             tunable_symbols={n: self.global_scope.symbols[n] for n in self.tunables},
             c_names=names.c_names(declared_names(unit), self.tunables),
+            wavefront=wavefront,
         )
         self._check_placements(info, pragmas)
+        if wavefront is not None:
+            check_wavefront(info, self.error, pragmas["wavefront"][0].pos)
         check_races(info, self.error)
         return info
 

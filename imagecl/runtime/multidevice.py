@@ -45,6 +45,9 @@ def check_splittable(info: Any) -> None:
     from ..passes.races import grid_offset
 
     name = info.kernel.name
+    if info.wavefront is not None:
+        raise ArgumentError(f"'{name}' is a wavefront program: its split between devices is split=, not "
+                            "devices=/shares=/iterate (docs/wavefront.md)")
     if not info.grid:
         raise ArgumentError(f"'{name}' runs over a fixed grid_size, not over its images: it cannot be split "
                             "across devices")

@@ -1,0 +1,218 @@
+"""Running a wavefront program by anti-diagonals under a split (split.py): CPU tiles before the
+band, the band on the GPUs (one strip of columns each, halo swaps through the host every `halo`
+diagonals), CPU tiles after it. Every phase starts from the host's copy of the output, so any
+mix of devices, platforms and contexts works (the seed's host-mediated transfers).
+
+Each device gets its own copy of every array; the output's copy on a GPU is complete for the
+GPU's columns (and its halo) on the diagonals it has computed, which is all the swaps and the
+final download read."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import ArgumentError
+from ..runtime import launcher
+from ..runtime.arguments import PreparedArgs, prepare
+from ..runtime.devices import context_and_queue
+from ..runtime.memory import check_device, prepared_buffers
+from .devices import Devices
+from .kernels import CPU_TILES, DIAGONAL, GPU_TILES, wavefront_source
+from .split import Phases, Split, check_for, phases, strips
+
+FAR_LEFT = -(1 << 30)  # a column window's base that never excludes a column
+
+
+@dataclass
+class Result:
+    output: np.ndarray
+    seconds: float  # wall-clock time of the transfers and launches (the program is built before)
+    launches: int
+
+
+class _Device:
+    """One device's program, kernels and copies of the arrays."""
+
+    def __init__(self, program, device, prepared: PreparedArgs, values: list) -> None:
+        import pyopencl as cl
+
+        self.device = device
+        self.context, self.queue = context_and_queue(device)
+        built = launcher.build(device, wavefront_source(program.info), context=self.context)
+        self.kernels = {name: cl.Kernel(built, name) for name in (DIAGONAL, CPU_TILES, GPU_TILES)}
+        mf = cl.mem_flags
+        self.buffers = {name: cl.Buffer(self.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
+                        for name, host in prepared.arrays.items()}
+        args = [self.buffers[v[1]] if isinstance(v, tuple) else v for v in values]
+        self.base = len(args)
+        for kernel in self.kernels.values():
+            for i, a in enumerate(args):
+                kernel.set_arg(i, a)
+        self.launches = 0
+        self.group = diagonal_group(device)
+        self.last = {name: [] for name in self.kernels}  # the ints each kernel holds: set only what changes
+
+    def launch(self, name: str, window: tuple, extra: tuple, global_size: int, local_size=None) -> None:
+        import pyopencl as cl
+
+        kernel, last = self.kernels[name], self.last[name]
+        values = window + extra
+        for i, v in enumerate(values):
+            if i >= len(last) or last[i] != v:
+                kernel.set_arg(self.base + i, np.int32(v))
+        self.last[name] = list(values)
+        cl.enqueue_nd_range_kernel(self.queue, kernel, (global_size,), None if local_size is None else (local_size,))
+        self.launches += 1
+
+
+def diagonal_group(device) -> "int | None":
+    """The work-group size of a diagonal's launch: a diagonal's length is often prime, and with the
+    driver's choice a GPU would then run groups of one work-item; on a GPU, padded groups of 64
+    instead (the kernel skips the work-items past the diagonal). None: the driver's choice."""
+    import pyopencl as cl
+
+    return min(64, device.max_work_group_size) if device.type & cl.device_type.GPU else None
+
+
+def argument_values(program, prepared: PreparedArgs) -> list:
+    """The program's own kernel arguments in order: ('buffer', name) for arrays, else numbers."""
+    from ..codegen.variant import VariantPlan, kernel_args
+
+    info = program.info
+    values: list = []
+    for arg in kernel_args(info, VariantPlan.naive(info)):
+        if arg.role == "buffer":
+            values.append(("buffer", arg.param))
+        elif arg.role == "extent":
+            shape = prepared.arrays[arg.param].shape
+            values.append(np.int32(shape[info.arrays[arg.param].dims - 1 - arg.axis]))
+        elif arg.role == "length":
+            values.append(np.int32(prepared.arrays[arg.param].shape[0]))
+        elif arg.role == "scalar":
+            values.append(prepared.scalars[arg.param])
+        else:  # passes/wavefront.py rejects the placements that make images and tiles
+            raise ArgumentError(f"'{arg.param}': {arg.role} arguments are not supported in wavefront programs")
+    return values
+
+
+def run_wavefront(program, arguments: Mapping[str, Any], split: Split, devices: Devices,
+                  cast: bool = False) -> Result:
+    """Run `program` (a wavefront program) on `arguments` as `split` says; the output starts as the
+    given output array (else zeros) and is returned as a new array."""
+    info = program.info
+    prepared = prepare(info, dict(arguments), cast=cast)
+    for name in info.arrays:
+        if name not in prepared.arrays:  # a left-out output: prepare(copy=True) allocated it
+            raise ArgumentError(f"missing argument '{name}'")
+    height, width = prepared.grid_shape
+    check_for(split, width, height, len(devices.gpus))
+    ph = phases(split, width, height)
+    needed = [devices.cpu] if (ph.lo > 0 or ph.hi < ph.diagonals - 1) else []
+    gpus = list(devices.gpus[: split.gpu_count]) if ph.on_gpu else []
+    for device in {d.int_ptr: d for d in needed + gpus}.values():
+        check_device(prepared_buffers(info, prepared.arrays), device)
+    values = argument_values(program, prepared)
+    host = prepared.arrays[info.wavefront]
+    cpu = _Device(program, devices.cpu, prepared, values) if needed else None
+    gpu_runs = [_Device(program, g, prepared, values) for g in gpus]
+    start = time.perf_counter()
+    _execute(split, ph, width, height, host, cpu, gpu_runs, info.wavefront)
+    seconds = time.perf_counter() - start
+    launches = (cpu.launches if cpu else 0) + sum(g.launches for g in gpu_runs)
+    return Result(host, seconds, launches)
+
+
+def _execute(split: Split, ph: Phases, width: int, height: int, host: np.ndarray, cpu: "_Device | None",
+             gpus: list[_Device], out: str) -> None:
+    import pyopencl as cl
+
+    last = ph.diagonals - 1
+    if ph.lo > 0:
+        _cpu_tiles(cpu, split.cpu_tile, 0, min(ph.lo, ph.diagonals) - 1, width, height)
+        cl.enqueue_copy(cpu.queue, host, cpu.buffers[out])
+    if not ph.on_gpu:
+        return
+    for g in gpus:
+        cl.enqueue_copy(g.queue, g.buffers[out], host, is_blocking=False)
+    for g in gpus:
+        g.queue.finish()
+    _gpu_band(split, ph, width, height, host, gpus, out)
+    if ph.hi < last:
+        cl.enqueue_copy(cpu.queue, cpu.buffers[out], host)
+        _cpu_tiles(cpu, split.cpu_tile, ph.hi + 1, last, width, height)
+        cl.enqueue_copy(cpu.queue, host, cpu.buffers[out])
+
+
+def _cpu_tiles(cpu: _Device, tile: int, dlo: int, dhi: int, width: int, height: int) -> None:
+    """Diagonals [dlo, dhi] in tiles of side `tile`, one launch per diagonal of tiles."""
+    tiles_x, tiles_y = -(-width // tile), -(-height // tile)
+    window = (width, height, dlo, dhi, FAR_LEFT, width)
+    first = max(0, -(-(dlo - 2 * tile + 2) // tile))
+    for t in range(first, min(dhi // tile, tiles_x + tiles_y - 2) + 1):
+        tx0, tx1 = max(0, t - (tiles_y - 1)), min(tiles_x - 1, t)
+        if tx1 >= tx0:
+            cpu.launch(CPU_TILES, window, (t, tx0, tile), tx1 - tx0 + 1, 1)
+
+
+def _gpu_band(split: Split, ph: Phases, width: int, height: int, host: np.ndarray, gpus: list[_Device],
+              out: str) -> None:
+    k = len(gpus)
+    cols = strips(width, k)
+    step = split.halo if k > 1 else ph.hi - ph.lo + 1
+    item = host.dtype.itemsize * (host.shape[2] if host.ndim == 3 else 1)
+    for d0 in range(ph.lo, ph.hi + 1, step):
+        d1 = min(ph.hi, d0 + step - 1)
+        for j, (g, (c0, c1)) in enumerate(zip(gpus, cols)):
+            cbase = c0 - split.halo + 1 if j > 0 else FAR_LEFT
+            _gpu_diagonals(g, split.gpu_tile, d0, d1, cbase, c1, width, height)
+        for g in gpus:
+            g.queue.flush()
+        if d1 < ph.hi:
+            for j in range(k - 1):
+                c = cols[j + 1][0]
+                y0, y1 = max(0, d0 - (c - 1)), min(height - 1, d1 - (c - split.halo))
+                if y1 >= y0:
+                    _rect(gpus[j], gpus[j + 1], out, host, c - split.halo, c, y0, y1, width, item)
+    for g, (c0, c1) in zip(gpus, cols):
+        y0, y1 = max(0, ph.lo - (c1 - 1)), min(height - 1, ph.hi - c0)
+        if y1 >= y0:
+            _rect(g, None, out, host, c0, c1, y0, y1, width, item)
+    for g in gpus:
+        g.queue.finish()
+
+
+def _rect(src: _Device, dst: "_Device | None", out: str, host: np.ndarray, x0: int, x1: int, y0: int, y1: int,
+          width: int, item: int) -> None:
+    """Columns [x0, x1) of rows [y0, y1] of the output: from `src` to the host, then to `dst`."""
+    import pyopencl as cl
+
+    origin, region, pitches = (x0 * item, y0, 0), ((x1 - x0) * item, y1 - y0 + 1, 1), (width * item, 0)
+    cl.enqueue_copy(src.queue, host, src.buffers[out], buffer_origin=origin, host_origin=origin, region=region,
+                    buffer_pitches=pitches, host_pitches=pitches, is_blocking=True)
+    if dst is not None:
+        cl.enqueue_copy(dst.queue, dst.buffers[out], host, buffer_origin=origin, host_origin=origin, region=region,
+                        buffer_pitches=pitches, host_pitches=pitches, is_blocking=True)
+
+
+def _gpu_diagonals(g: _Device, tile: int, dlo: int, dhi: int, cbase: int, c1: int, width: int, height: int) -> None:
+    window = (width, height, dlo, dhi, cbase, c1)
+    if tile == 1:
+        for d in range(dlo, dhi + 1):
+            x0 = max(0, d - (height - 1), cbase + (d - dlo))
+            x1 = min(width - 1, d, c1 - 1)
+            if x1 >= x0:
+                count = x1 - x0 + 1
+                if g.group:
+                    count = -(-count // g.group) * g.group
+                g.launch(DIAGONAL, (width, height, d, d, cbase + (d - dlo), c1), (x0,), count, g.group)
+        return
+    tiles_x, tiles_y = -(-width // tile), -(-height // tile)
+    tx_lo, tx_hi = max(0, min(c1 - 1, max(0, cbase)) // tile), (c1 - 1) // tile
+    first = max(0, -(-(dlo - 2 * tile + 2) // tile))
+    for t in range(first, min(dhi // tile, tiles_x + tiles_y - 2) + 1):
+        tx0, tx1 = max(tx_lo, t - (tiles_y - 1)), min(tx_hi, t)
+        if tx1 >= tx0:
+            g.launch(GPU_TILES, window, (t, tx0, tile), (tx1 - tx0 + 1) * tile, tile)

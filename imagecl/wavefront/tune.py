@@ -1,0 +1,151 @@
+"""Measuring splits, and `imagecl tune` on a wavefront program: the candidates ranked by the
+model (model.py; trained on a benchmark file given with --knowledge, or on
+$IMAGECL_WAVEFRONT_TRAINING) are measured best-first, then the neighbours of the best one, up to
+the budget; each split's output is checked against the sequential run's, and the fastest split
+is recorded for `prog(...)` (imagecl/tuned.py, keyed by the CPU device)."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from ..errors import ArgumentError, ConfigError
+from .api import sequential
+from .devices import Devices, wavefront_devices
+from .executor import run_wavefront
+from .split import FIELDS, Split, split_space
+
+
+@dataclass
+class Measured:
+    seconds: dict = field(default_factory=dict)  # Split -> best seconds
+    wrong: list = field(default_factory=list)  # splits whose output differed from the reference
+    reference: Optional[np.ndarray] = None
+
+
+def measure_splits(program, arguments: Mapping[str, Any], devices: Devices, splits: Sequence[Split],
+                   repeats: int = 2, into: Optional[Measured] = None, deadline: float = float("inf"),
+                   sequential_reference: bool = True) -> Measured:
+    """The best of `repeats` wall-clock times of each split (transfers and launches, not the build),
+    each output compared bit for bit with the sequential run's (computed first when missing), or
+    without `sequential_reference` with the first measured split's."""
+    out = into or Measured()
+    if out.reference is None and sequential_reference:
+        w, h = _size(program, arguments)
+        out.reference = run_wavefront(program, arguments, sequential(w, h), devices).output
+    for split in splits:
+        if split in out.seconds or time.perf_counter() > deadline:
+            continue
+        best = float("inf")
+        for _ in range(repeats):
+            result = run_wavefront(program, arguments, split, devices)
+            best = min(best, result.seconds)
+        if out.reference is None:
+            out.reference = result.output
+        elif not np.array_equal(result.output, out.reference):
+            out.wrong.append(split)
+        out.seconds[split] = best
+    return out
+
+
+def _size(program, arguments: Mapping[str, Any]) -> tuple[int, int]:
+    out = arguments.get(program.info.wavefront)
+    if out is None or not hasattr(out, "shape"):
+        raise ArgumentError(f"pass the output '{program.info.wavefront}': its shape is the grid")
+    return int(out.shape[1]), int(out.shape[0])
+
+
+def neighbours(split: Split, candidates: Sequence[Split]) -> list[Split]:
+    """Candidates that differ from `split` in one parameter, nearest values first."""
+    out = []
+    for c in candidates:
+        diff = [f for f in FIELDS if getattr(c, f) != getattr(split, f)]
+        if len(diff) == 1:
+            f = diff[0]
+            out.append((abs(getattr(c, f) - getattr(split, f)), c))
+    return [c for _, c in sorted(out, key=lambda t: t[0])]
+
+
+def tune_split(program, arguments: Mapping[str, Any], devices: Devices, budget: int,
+               training: Optional[str] = None, repeats: int = 2) -> tuple[Split, Measured, list[Split]]:
+    """(best split, what was measured, the model's ranking or []) within `budget` measurements."""
+    from . import model
+
+    width, height = _size(program, arguments)
+    candidates = split_space(width, height, len(devices.gpus))
+    ranked: list[Split] = []
+    path = training or os.environ.get(model.TRAINING_ENV)
+    if path:
+        trained, grid = model.trained_from(path)
+        scalars = {k: v for k, v in arguments.items() if k not in program.info.arrays}
+        features = model.Features(width, height, model.work_per_point(program, scalars, devices),
+                                  model.data_per_point(program))
+        candidates = model.candidates(width, height, len(devices.gpus), grid) or candidates
+        ranked = trained.rank(features, candidates) if hasattr(trained, "rank") else \
+            [trained.choose(features, candidates)]
+    order = ranked or [Split(cpu_tile=8)] + candidates
+    measured = measure_splits(program, arguments, devices, order[: max(1, budget // 2)], repeats)
+    while len(measured.seconds) < min(budget, len(candidates)):
+        best = min(measured.seconds, key=measured.seconds.get)
+        fresh = [c for c in neighbours(best, candidates) if c not in measured.seconds]
+        if not fresh:
+            fresh = [c for c in order if c not in measured.seconds]
+        if not fresh:
+            break
+        measure_splits(program, arguments, devices, fresh[:1], repeats, into=measured)
+    if measured.wrong:
+        raise ConfigError(f"{len(measured.wrong)} split(s) gave another result than the sequential run, e.g. "
+                          f"{measured.wrong[0]}: please report this")
+    best = min(measured.seconds, key=measured.seconds.get)
+    return best, measured, ranked
+
+
+def tune_cli(program, args) -> int:
+    """`imagecl tune FILE.icl --size WxH` for a wavefront program."""
+    from .. import tuned
+    from ..cli import _inputs, parse_size
+    from .model import instance_arguments
+
+    shape = parse_size(args.size)
+    if args.budget < 1:
+        raise ArgumentError("--budget needs a positive number of splits")
+    if len(shape) != 2:
+        raise ArgumentError("a wavefront grid is 2-D: --size WIDTHxHEIGHT")
+    height, width = shape
+    given = _inputs(program, args.assignments)
+    arguments = {**instance_arguments(program, width, height, given, seed=args.seed or 0), **given}
+    devices = wavefront_devices(args.device)
+    training = next((k for k in args.knowledge if k.endswith(".json")), None)
+    best, measured, ranked = tune_split(program, arguments, devices, args.budget, training)
+    seconds = measured.seconds[best]
+    seq = run_wavefront(program, arguments, sequential(width, height), devices).seconds
+    outcome = tuned.record(program, devices.cpu, best.as_config(), shape, seconds)
+    _write_summary(args.output, program, best, measured, seq, devices)
+    print(f"{program.name}: {len(measured.seconds)} splits measured on {devices.describe()}")
+    if ranked:
+        first = measured.seconds.get(ranked[0])
+        print(f"  predicted split {ranked[0]}: {first * 1e3:.3f} ms" if first else "")
+    print(f"  best split {best}: {seconds * 1e3:.3f} ms ({seq / seconds:.2f}x the sequential run, "
+          f"{seq * 1e3:.3f} ms)")
+    print(f"  recorded in {outcome.path}" if outcome.kept else
+          f"  a faster record ({outcome.previous_seconds * 1e3:.3f} ms) is kept in {outcome.path}")
+    return 0
+
+
+def _write_summary(folder: str, program, best: Split, measured: Measured, sequential_seconds: float,
+                   devices: Devices) -> None:
+    """`<folder>/<program>.wavefront.json`: the best split and every measured one."""
+    import json
+    from pathlib import Path
+
+    from ..outputs import write_atomic
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    data = {"program": program.name, "devices": devices.describe(), "best": best.as_config(),
+            "sequential_seconds": sequential_seconds,
+            "measured": [[s.as_config(), t] for s, t in sorted(measured.seconds.items(), key=lambda st: st[1])]}
+    write_atomic(out / f"{program.name}.wavefront.json", json.dumps(data, indent=1) + "\n")
