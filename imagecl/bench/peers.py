@@ -119,6 +119,7 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
     options = MeasureOptions(timeout=max(30.0, seconds, 20 * naive_seconds), prebuild=False,
                              repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5)
     with Store(store_path) as store, Measurer(program, args, store, device, options) as measurer:
+        info["stored_before"] = len(measurer.stored())  # 0 for an independent run
         space = measurer.space
         info["space_size"] = space.size
         if seconds > 0 or budget:
