@@ -196,7 +196,7 @@ def _cupy_stand_in():
     return {"cupy": cupy, "cupyx": cupyx, "cupyx.scipy": cupyx_scipy, "cupyx.scipy.ndimage": ndimage}
 
 
-@pytest.mark.parametrize("key", ["conv3", "conv9", "sobel", "harris", "median3"])
+@pytest.mark.parametrize("key", ["conv3", "conv9", "sobel", "harris", "median3", "conv3d"])
 def test_gpu_peers_compute_the_workload_on_cpu_stand_ins(monkeypatch, key):
     """The GPU peers' code, run on stand-ins (NumPy/SciPy for CuPy, CPU tensors for CUDA ones),
     gives SciPy's result (which the harness test shows equal to ours): the boundary modes, filter
@@ -204,7 +204,7 @@ def test_gpu_peers_compute_the_workload_on_cpu_stand_ins(monkeypatch, key):
     for name, module in _cupy_stand_in().items():
         monkeypatch.setitem(sys.modules, name, module)
     workload = _workload(key)
-    args = workload.make((40, 48), np.random.default_rng(1))
+    args = workload.make((10, 12, 14) if key == "conv3d" else (40, 48), np.random.default_rng(1))
     expected_run = peer_impls.SciPyPeer().prepare(workload, args)
     expected_run.time_once()
     expected = {k: np.array(v) for k, v in expected_run.fetch().items()}
