@@ -42,7 +42,7 @@ class Compiled:
 def gpu_target(hl) -> tuple[Optional[object], str]:
     """The JIT target with a GPU feature this host runs, or None and why not. OpenCL only on a GPU
     device (HL_OCL_DEVICE_TYPE), never PoCL's CPU device."""
-    os.environ.setdefault("HL_OCL_DEVICE_TYPE", "GPU")
+    os.environ.setdefault("HL_OCL_DEVICE_TYPE", "gpu")  # lower case: the runtime compares so
     tried = []
     for feature in ("CUDA", "OpenCL"):
         target = hl.get_host_target().with_feature(getattr(hl.TargetFeature, feature))
