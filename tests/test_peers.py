@@ -259,6 +259,10 @@ def test_merge_joins_the_calls_of_one_device(tmp_path):
     with pytest.raises(SystemExit):
         peers.run(["--merge", str(first), str(second), "--out", str(first), "--benchmarks-md", ""])
     assert json.loads(first.read_text())["records"][0]["workload"] == "conv3"
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text(json.dumps({"records": []}))
+    with pytest.raises(SystemExit):
+        peers.run(["--merge", str(first), str(foreign), "--out", str(tmp_path / "x.json"), "--benchmarks-md", ""])
     with pytest.raises(ValueError, match="different devices"):
         peers_report.merge_results([_part(["conv3"]), _part(["sobel"], kind="cpu")])
     with pytest.raises(ValueError, match="different OpenCL devices"):
@@ -334,9 +338,10 @@ def test_halide_gpu_peer_computes_the_workload_on_a_cpu_target(key):
     args = workload.make((20, 40, 48) if key == "conv3d" else (40, 48), np.random.default_rng(1))
     peer = HalideGPUPeer(target=hl.get_host_target())
     assert peer.missing() is None
-    run = peer.prepare(workload, args)
-    assert run.time_once() >= 0
-    assert peers.check_output(run.fetch(), _scipy_reference(workload, args), workload) is None
+    run, seconds, problem = peers.first_that_passes(peer.prepare(workload, args), _scipy_reference(workload, args),
+                                                    workload, peer.notes[key])
+    assert problem is None and seconds > 0
+    assert {run.label, *(a.label for a in run.alternatives)} == {"gpu_tile 16x16", "gpu_tile 32x8"}
     notes = peer.notes[key]
     assert "does not support GPU" in notes["Anderson2021"]["error"]
     assert notes["chosen"] in ("gpu_tile 16x16", "gpu_tile 32x8") and notes[notes["chosen"]]["seconds"] > 0
@@ -385,10 +390,35 @@ def test_halide_cpu_peer_tries_every_autoscheduler_and_keeps_each_time():
     workload = _workload("conv3d")
     args = workload.make((12, 16, 20), np.random.default_rng(2))
     peer = HalidePeer(2, ("Mullapudi2016", "Li2018", "Anderson2021"))
-    run = peer.prepare(workload, args)
-    run.time_once()
-    assert peers.check_output(run.fetch(), _scipy_reference(workload, args), workload) is None
+    run, _, problem = peers.first_that_passes(peer.prepare(workload, args), _scipy_reference(workload, args),
+                                              workload, peer.notes["conv3d"])
+    assert problem is None
+    for alternative in run.alternatives:  # every schedule computes SciPy's result, not only the fastest
+        alternative.time_once()
+        assert peers.check_output(alternative.fetch(), _scipy_reference(workload, args), workload) is None
     notes = peer.notes["conv3d"]
     assert notes["Mullapudi2016"]["seconds"] > 0 and notes["Li2018"]["seconds"] > 0
     assert notes["Anderson2021"]["error"].startswith("not offered: Anderson2021 schedules GPU targets only")
     assert notes["chosen"] in ("Mullapudi2016", "Li2018")
+
+
+def test_the_fastest_schedule_that_passes_the_check_is_the_one_timed():
+    """A peer with several schedules (Halide): a faster schedule with a wrong output is passed
+    over, and said; with none right the peer is 'wrong output'."""
+    workload = _workload("conv3")
+    good = {"output": np.ones((4, 4), np.float32)}
+    bad = {"output": np.zeros((4, 4), np.float32)}
+
+    def run(label, outputs, seconds):
+        return peer_impls.PeerRun(lambda: seconds, lambda: outputs, label=label)
+
+    fastest = run("fast but wrong", bad, 0.001)
+    fastest.alternatives = [run("right", good, 0.002), run("also right", good, 0.003)]
+    notes: dict = {}
+    chosen, seconds, problem = peers.first_that_passes(fastest, good, workload, notes)
+    assert (chosen.label, seconds, problem, notes["chosen"]) == ("right", 0.002, None, "right")
+    assert "differs" in notes["fast but wrong"]["wrong_output"]
+    wrong = run("wrong", bad, 0.001)
+    wrong.alternatives = [run("wrong too", bad, 0.002)]
+    _, _, problem = peers.first_that_passes(wrong, good, workload, {})
+    assert problem.startswith("output 'output' differs")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
@@ -27,6 +27,9 @@ class NotOffered(Exception):
 class PeerRun:
     time_once: Callable[[], float]  # one call, seconds
     fetch: Callable[[], dict[str, np.ndarray]]
+    label: str = ""  # which schedule this is, when the peer has several (Halide)
+    # the next-best schedules, fastest first: the harness takes the first whose output passes the check
+    alternatives: list = field(default_factory=list)
 
 
 class Peer:

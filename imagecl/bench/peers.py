@@ -45,7 +45,7 @@ from imagecl.runtime.timing import MIN_TIMED
 
 from . import repository
 from .bandwidth import copy_bandwidth
-from .peer_impls import NotOffered, Peer, peers_for
+from .peer_impls import NotOffered, Peer, PeerRun, peers_for
 from .peer_runs import median_time, run_times
 from .peer_timing import warm_then_time
 from .peer_workloads import Workload, all_workloads
@@ -74,15 +74,33 @@ def check_output(got: dict, expected: dict, workload: Workload) -> Optional[str]
     return None
 
 
+def first_that_passes(run: PeerRun, reference: dict, workload: Workload,
+                      notes: Optional[dict]) -> tuple[PeerRun, float, Optional[str]]:
+    """The peer's fastest schedule whose output passes the check (a peer with one schedule: that
+    one), the time of its checked call, and, when none passes, the first one's problem. A schedule
+    whose output is wrong is said in `notes` (the peer's per-schedule record)."""
+    first_problem = None
+    for candidate in [run, *run.alternatives]:
+        seconds = candidate.time_once()  # the checked call (also the warm-up)
+        problem = check_output(candidate.fetch(), reference, workload)
+        if problem is None:
+            if notes is not None and candidate.label:
+                notes["chosen"] = candidate.label
+            return candidate, seconds, None
+        first_problem = first_problem or problem
+        if notes is not None and candidate.label:
+            notes.setdefault(candidate.label, {})["wrong_output"] = problem
+    return run, 0.0, first_problem
+
+
 def time_peer(peer: Peer, workload: Workload, args: dict, reference: dict, repeats: int,
               max_seconds: float) -> dict:
     """A peer's record: 'ok' with its median time (after its output passed the check), or why not."""
     record = {"peer": peer.name, "timing": peer.timing}
     started = time.time()
     try:
-        run = peer.prepare(workload, args)
-        first = run.time_once()  # the checked call (also the warm-up)
-        problem = check_output(run.fetch(), reference, workload)
+        run, first, problem = first_that_passes(peer.prepare(workload, args), reference, workload,
+                                                getattr(peer, "notes", {}).get(workload.key))
         if problem:
             record.update(status="wrong output", reason=problem)
             return record
@@ -412,6 +430,8 @@ def merge_files(parser: argparse.ArgumentParser, args) -> dict:
         result = merge_results(parts)
     except ValueError as exc:
         parser.error(str(exc))
+    except (KeyError, TypeError, AttributeError) as exc:
+        parser.error(f"--merge: not a result of benchmarks/peers.py (no {exc})")
     tag = args.tag or result["tag"]
     if not tag.replace("-", "").replace("_", "").isalnum():
         parser.error(f"--tag {tag!r}: use letters, digits, '-' and '_' only")
