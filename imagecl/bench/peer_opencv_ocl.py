@@ -105,8 +105,9 @@ class OpenCVOCLPeer(Peer):
         if f == "median":
             size = 2 * workload.radius + 1
             if size not in OCL_MEDIAN_SIZES:
-                raise NotOffered(f"OpenCV's OpenCL medianBlur has kernels for {' and '.join(map(str, OCL_MEDIAN_SIZES))}"
-                                 f" only; {size}x{size} would run its CPU code")
+                sizes = " and ".join(map(str, OCL_MEDIAN_SIZES))
+                raise NotOffered(f"OpenCV's OpenCL medianBlur has kernels for {sizes} only; {size}x{size} would run "
+                                 "its CPU code")
             src, out = up(args["input"]), like(args["input"])
             return PeerRun(timed(lambda: cv2.medianBlur(src, size, dst=out)), lambda: {"output": out.get()})
         raise NotOffered(f"no OpenCL {workload.family} operation in OpenCV" + (" (2-D only)" if f in (

@@ -18,6 +18,12 @@ Writes DIR/peers-<tag>.json, .md and .png, and regenerates the peer section of B
 from every DIR/peers-*.json present (peers_report.py). --merge joins the JSONs of several calls
 on one device (a workload list split to fit a time limit) into one result.
 
+On a host whose commands have a time limit, split the list and join the parts, e.g.
+    python benchmarks/peers.py --device nvidia --runs 3 --budget 40 --tune-seconds 30 \
+        --deadline-minutes 7 --workloads conv3,conv9 --out $OUT/gpu-1.json
+    ... (the other workloads into gpu-2.json, ...)
+    python benchmarks/peers.py --merge gpu-1.json gpu-2.json ... --tag nvidia
+
 Timings: ImageCL columns are OpenCL profiling-event kernel times (no transfers); each peer's
 "timing" field says how it is timed (CUDA events, or the wall clock around the call and a device
 synchronisation, inputs already on the device). Each is the median of at least 3 calls (launches)
