@@ -323,6 +323,7 @@ def test_opencv_umat_peer_says_what_it_does_not_offer(monkeypatch):
     ocl = types.SimpleNamespace(haveOpenCL=lambda: True, useOpenCL=lambda: True, setUseOpenCL=lambda on: None,
                                 Device=types.SimpleNamespace(getDefault=lambda: device))
     monkeypatch.setitem(sys.modules, "cv2", types.SimpleNamespace(ocl=ocl, __version__="5"))
+    monkeypatch.setenv("OPENCV_OPENCL_DEVICE", ":GPU:")  # the peer's default stays out of this process
     problem = OpenCVOCLPeer(vendor="NVIDIA").missing()
     assert problem.startswith("not offered: OpenCV's OpenCL device is cpu-haswell") and "NVIDIA GPU" in problem
     ocl.useOpenCL = lambda: False
@@ -378,6 +379,7 @@ def test_halide_gpu_peer_without_a_gpu_is_not_offered(monkeypatch):
     from imagecl.bench.peer_halide_gpu import HalideGPUPeer
 
     monkeypatch.setattr(hl, "host_supports_target_device", lambda target: False)
+    monkeypatch.setenv("HL_OCL_DEVICE_TYPE", "gpu")
     peer = HalideGPUPeer()
     problem = peer.missing()
     assert problem.startswith("not offered: halide finds no GPU device") and "CUDA: no device" in problem
