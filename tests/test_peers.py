@@ -361,7 +361,9 @@ def test_halide_gpu_pipelines_compile_for_cuda(schedule):
 
     if schedule not in _TILES_OR_PLUGINS(hl, load_plugins):
         pytest.skip(f"no {schedule} plugin in this halide package")
-    cuda = hl.get_host_target().with_feature(hl.TargetFeature.CUDA)
+    from imagecl.bench.peer_halide_gpu import cuda_capability_feature
+
+    cuda = hl.get_host_target().with_feature(hl.TargetFeature.CUDA).with_feature(cuda_capability_feature(hl, 90))
     for key in ("conv3", "conv3d") if schedule == "Anderson2021" else ("conv3", "median3", "conv3d", "bilateral"):
         workload = _workload(key)
         compiled = compile_schedule(hl, workload, workload.make(workload.quick, np.random.default_rng(0)),
@@ -427,3 +429,14 @@ def test_the_fastest_schedule_that_passes_the_check_is_the_one_timed():
     wrong.alternatives = [run("wrong too", bad, 0.002)]
     _, _, problem = peers.first_that_passes(wrong, good, workload, {})
     assert problem.startswith("output 'output' differs")
+
+
+def test_halide_cuda_target_uses_the_devices_capability():
+    """An H100 (9.0) gets the newest capability this Halide knows at or below it, not sm_20 PTX."""
+    hl = pytest.importorskip("halide")
+    from imagecl.bench.peer_halide_gpu import cuda_capability_feature
+
+    known = sorted(int(n[len("CUDACapability"):]) for n in dir(hl.TargetFeature) if n.startswith("CUDACapability"))
+    assert cuda_capability_feature(hl, 90) == getattr(hl.TargetFeature, f"CUDACapability{known[-1]}")
+    assert cuda_capability_feature(hl, 75) == hl.TargetFeature.CUDACapability75
+    assert cuda_capability_feature(hl, 20) is None and cuda_capability_feature(hl, None) is None

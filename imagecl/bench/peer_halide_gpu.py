@@ -48,12 +48,34 @@ def gpu_target(hl) -> tuple[Optional[object], str]:
         target = hl.get_host_target().with_feature(getattr(hl.TargetFeature, feature))
         try:
             if hl.host_supports_target_device(target):
-                return target, ""
+                capability = cuda_capability_feature(hl, compute_capability()) if feature == "CUDA" else None
+                return (target.with_feature(capability) if capability is not None else target), ""
         except Exception as exc:  # noqa: BLE001 - a runtime that fails to load: the next one
             tried.append(f"{feature}: {type(exc).__name__}")
             continue
         tried.append(f"{feature}: no device")
     return None, "halide finds no GPU device for host-cuda or host-opencl (" + ", ".join(tried) + ")"
+
+
+def compute_capability() -> Optional[int]:
+    """The GPU's CUDA compute capability as major * 10 + minor (90 on an H100), from CuPy."""
+    try:
+        import cupy
+
+        return int(cupy.cuda.Device(0).compute_capability)
+    except Exception:  # noqa: BLE001 - no CuPy or no device: unknown
+        return None
+
+
+def cuda_capability_feature(hl, capability: Optional[int]):
+    """The highest CUDACapabilityNN target feature this Halide knows that the device has (without
+    one Halide emits PTX for its oldest capability, leaving newer instructions unused), or None."""
+    if capability is None:
+        return None
+    known = sorted((int(name[len("CUDACapability"):]), name) for name in dir(hl.TargetFeature)
+                   if name.startswith("CUDACapability") and name[len("CUDACapability"):].isdigit())
+    usable = [name for number, name in known if number <= capability]
+    return getattr(hl.TargetFeature, usable[-1]) if usable else None
 
 
 def hand_schedule(hl, funcs: list, stages: list, tile: tuple[int, int], gpu: bool) -> None:
