@@ -440,3 +440,24 @@ def test_halide_cuda_target_uses_the_devices_capability():
     assert cuda_capability_feature(hl, 90) == getattr(hl.TargetFeature, f"CUDACapability{known[-1]}")
     assert cuda_capability_feature(hl, 75) == hl.TargetFeature.CUDACapability75
     assert cuda_capability_feature(hl, 20) is None and cuda_capability_feature(hl, None) is None
+
+
+def test_halide_gpu_timing_batches_fast_kernels():
+    """A fast schedule's timing spans about 2 ms of back-to-back calls, then one wait for the
+    device, divided by their number; a slow one is one call."""
+    import types
+
+    from imagecl.bench.peer_halide_gpu import MAX_BATCH, Compiled, DeviceRunner
+
+    calls = []
+    synced = []
+    pipeline = types.SimpleNamespace(realize=lambda buffers: calls.append(buffers))
+    buffer = types.SimpleNamespace(device_sync=lambda: synced.append(1))
+    runner = DeviceRunner(Compiled(pipeline, {}, [buffer], {}), types.SimpleNamespace(has_gpu_feature=lambda: False))
+    runner.set_batch(0.0005)
+    assert runner.batch == 4
+    assert runner.once() >= 0 and len(calls) == 4 and len(synced) == 1 and calls[0] is buffer
+    runner.set_batch(1e-7)
+    assert runner.batch == MAX_BATCH
+    runner.set_batch(0.01)
+    assert runner.batch == 1
