@@ -447,7 +447,8 @@ def test_halide_gpu_timing_batches_fast_kernels():
     device, divided by their number; a slow one is one call."""
     import types
 
-    from imagecl.bench.peer_halide_gpu import MAX_BATCH, Compiled, DeviceRunner
+    from imagecl.bench.peer_halide_gpu import Compiled, DeviceRunner
+    from imagecl.bench.peer_timing import MAX_BATCH
 
     calls = []
     synced = []
@@ -461,3 +462,17 @@ def test_halide_gpu_timing_batches_fast_kernels():
     assert runner.batch == MAX_BATCH
     runner.set_batch(0.01)
     assert runner.batch == 1
+
+
+def test_batch_is_calibrated_after_the_compiling_first_call():
+    """OpenCV's OpenCL peer: the first call compiles its kernels (slow); the batch comes from the
+    calls after it, so a fast kernel is still timed over a batch."""
+    import time as clock
+
+    from imagecl.bench.peer_timing import BatchedTimer
+
+    durations = iter([0.05] + [0.0002] * 100)
+    waits = []
+    timer = BatchedTimer(lambda: clock.sleep(next(durations)), lambda: waits.append(1)).calibrated()
+    assert 2 <= timer.batch <= 10  # 0.2 ms calls (plus sleep's overshoot): several per 2 ms timing
+    assert len(waits) == 3 and timer.once() < 0.01 and len(waits) == 4

@@ -18,7 +18,6 @@ host only for the check (`fetch`).
 """
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import dataclass
@@ -28,10 +27,9 @@ import numpy as np
 
 from .peer_halide import algorithm, fastest_first, load_plugins
 from .peer_impls import NotOffered, Peer, PeerRun
+from .peer_timing import BatchedTimer
 from .peer_workloads import Workload
 
-BATCH_SECONDS = 0.002  # a timing of a fast kernel spans about this many back-to-back calls
-MAX_BATCH = 20
 GPU_SCHEDULES = ("Anderson2021", "gpu_tile 16x16", "gpu_tile 32x8")
 _TILES = {"gpu_tile 16x16": (16, 16), "gpu_tile 32x8": (32, 8)}
 
@@ -119,32 +117,20 @@ def compile_schedule(hl, workload: Workload, args: dict, schedule: str, target, 
     return Compiled(pipeline, outputs, [hl.Buffer(outputs[name]) for name, _ in funcs], inputs)
 
 
-class DeviceRunner:
-    """Timed calls of a compiled schedule on device-resident buffers: `batch` back-to-back
-    realize() calls (Halide queues its kernels without waiting), then device_sync() of every
-    output; the wall clock over them divided by `batch`. A batch hides the host's per-call cost
-    (Python, argument marshalling, launch) behind the kernels, as our profiling-event kernel
-    times exclude it; 1 for a kernel long enough (BATCH_SECONDS)."""
+class DeviceRunner(BatchedTimer):
+    """Timed calls of a compiled schedule on device-resident buffers (peer_timing.BatchedTimer):
+    back-to-back realize() calls, then device_sync() of every output."""
 
     def __init__(self, compiled: Compiled, target) -> None:
         if target.has_gpu_feature():
             for buffer in compiled.inputs.values():
                 buffer.copy_to_device(target)  # once, before any timing
-        self.compiled = compiled
-        self.buffers = compiled.buffers if len(compiled.buffers) > 1 else compiled.buffers[0]
-        self.batch = 1
+        buffers = compiled.buffers if len(compiled.buffers) > 1 else compiled.buffers[0]
 
-    def once(self) -> float:
-        start = time.perf_counter()
-        for _ in range(self.batch):
-            self.compiled.pipeline.realize(self.buffers)
-        for buffer in self.compiled.buffers:
-            buffer.device_sync()
-        return (time.perf_counter() - start) / self.batch
-
-    def set_batch(self, seconds: float) -> None:
-        """Calls per timing such that one timing lasts about BATCH_SECONDS (at most MAX_BATCH)."""
-        self.batch = max(1, min(MAX_BATCH, int(math.ceil(BATCH_SECONDS / max(seconds, 1e-9)))))
+        def wait() -> None:
+            for buffer in compiled.buffers:
+                buffer.device_sync()
+        super().__init__(lambda: compiled.pipeline.realize(buffers), wait)
 
 
 def fetch(compiled: Compiled) -> dict[str, np.ndarray]:

@@ -1,8 +1,9 @@
 """OpenCV's OpenCL path (the transparent API: cv2.UMat) on the NVIDIA GPU, a peer of peers.py.
 
-The inputs are uploaded to UMats and the outputs preallocated as UMats before any timing; one call
-is the OpenCV function on those UMats followed by `cv2.ocl.finish()` (OpenCV queues its kernels
-asynchronously), timed by the wall clock. OpenCV picks its OpenCL device from OPENCV_OPENCL_DEVICE
+The inputs are uploaded to UMats and the outputs preallocated as UMats before any timing; one
+timing is the OpenCV function on those UMats, repeated back to back so that it spans about 2 ms
+(at most 20 calls; OpenCV queues its kernels without waiting), then `cv2.ocl.finish()`, by the wall
+clock divided by the number of calls (peer_timing.BatchedTimer). OpenCV picks its OpenCL device from OPENCV_OPENCL_DEVICE
 (set here to NVIDIA's GPU unless the caller set it); the device it picked is part of the version
 string in the report, and a device that is not the wanted vendor's means the peer is not offered.
 Operations OpenCV has no OpenCL kernel for (it would silently run its CPU code on mapped UMats)
@@ -11,12 +12,12 @@ are not offered: medianBlur above 5x5, anything 3-D.
 from __future__ import annotations
 
 import os
-import time
 from typing import Callable, Optional
 
 import numpy as np
 
 from .peer_impls import NotOffered, Peer, PeerRun, harris_window
+from .peer_timing import BatchedTimer
 from .peer_workloads import Workload
 
 OCL_MEDIAN_SIZES = (3, 5)  # OpenCV's ocl_medianFilter: kernels for 3x3 and 5x5 only
@@ -25,7 +26,8 @@ OCL_MEDIAN_SIZES = (3, 5)  # OpenCV's ocl_medianFilter: kernels for 3x3 and 5x5 
 class OpenCVOCLPeer(Peer):
     name, module = "OpenCV OpenCL (UMat)", "cv2"
     device = "nvidia"
-    timing = "wall clock around the call and cv2.ocl.finish(), UMat inputs and outputs already on the device"
+    timing = ("wall clock over 1 to 20 back-to-back calls (about 2 ms) and cv2.ocl.finish(), divided by their "
+              "number; UMat inputs and outputs already on the device")
 
     def __init__(self, vendor: Optional[str] = "NVIDIA", use_opencl: bool = True) -> None:
         """`vendor`: the OpenCL device's vendor it must run on (None: any, or the CPU fallback when
@@ -69,12 +71,7 @@ class OpenCVOCLPeer(Peer):
             return cv2.UMat(array.shape[0], array.shape[1], _cv_type(cv2, array.dtype))
 
         def timed(call: Callable[[], None]) -> Callable[[], float]:
-            def once() -> float:
-                start = time.perf_counter()
-                call()
-                cv2.ocl.finish()
-                return time.perf_counter() - start
-            return once
+            return BatchedTimer(call, cv2.ocl.finish).calibrated().once
 
         f = workload.family
         if f == "convolution":
