@@ -464,15 +464,19 @@ def test_halide_gpu_timing_batches_fast_kernels():
     assert runner.batch == 1
 
 
-def test_batch_is_calibrated_after_the_compiling_first_call():
+def test_batch_is_calibrated_after_the_compiling_first_call(monkeypatch):
     """OpenCV's OpenCL peer: the first call compiles its kernels (slow); the batch comes from the
     calls after it, so a fast kernel is still timed over a batch."""
-    import time as clock
+    from imagecl.bench import peer_timing
 
-    from imagecl.bench.peer_timing import BatchedTimer
+    now = [0.0]
+    monkeypatch.setattr(peer_timing.time, "perf_counter", lambda: now[0])
+    durations = iter([0.05] + [0.0002] * 100)  # a compiling first call, then 0.2 ms calls
 
-    durations = iter([0.05] + [0.0002] * 100)
+    def call():
+        now[0] += next(durations)
+
     waits = []
-    timer = BatchedTimer(lambda: clock.sleep(next(durations)), lambda: waits.append(1)).calibrated()
-    assert 2 <= timer.batch <= 10  # 0.2 ms calls (plus sleep's overshoot): several per 2 ms timing
-    assert len(waits) == 3 and timer.once() < 0.01 and len(waits) == 4
+    timer = peer_timing.BatchedTimer(call, lambda: waits.append(1)).calibrated()
+    assert timer.batch == 10 and len(waits) == 3
+    assert timer.once() == pytest.approx(0.0002) and len(waits) == 4
