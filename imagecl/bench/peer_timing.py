@@ -82,7 +82,7 @@ class BatchedTimer:
 
     def set_batch(self, seconds: float) -> None:
         """Calls per timing such that one timing lasts about BATCH_SECONDS (at most MAX_BATCH)."""
-        self.batch = max(1, min(MAX_BATCH, int(math.ceil(BATCH_SECONDS / max(seconds, 1e-9)))))
+        self.batch = max(1, min(MAX_BATCH, int(math.ceil(BATCH_SECONDS / max(seconds, 1e-9) - 1e-6))))
 
     def calibrated(self, calls: int = 3) -> "BatchedTimer":
         """`calls` single calls (the first fills the compile caches), then the batch from the
