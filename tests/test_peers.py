@@ -480,3 +480,13 @@ def test_batch_is_calibrated_after_the_compiling_first_call(monkeypatch):
     timer = peer_timing.BatchedTimer(call, lambda: waits.append(1)).calibrated()
     assert timer.batch == 10 and len(waits) == 3
     assert timer.once() == pytest.approx(0.0002) and len(waits) == 4
+
+
+def test_the_report_says_each_halide_schedule():
+    notes = {"Adams2019": {"seconds": 0.002, "compile_seconds": 9.0},
+             "Li2018": {"seconds": 0.001, "wrong_output": "output 'output' differs at (0, 0)"},
+             "Anderson2021": {"error": "not offered: Anderson2021 schedules GPU targets only"},
+             "gpu_tile 16x16": {"error": "HalideError: Error: out of shared memory\nmore"}, "chosen": "Adams2019"}
+    text = ", ".join(peers_report._schedule_text(k, v) for k, v in notes.items() if isinstance(v, dict))
+    assert text == ("Adams2019 2.0 ms, Li2018 1.0 ms (wrong output), Anderson2021 n/a (Anderson2021 schedules GPU "
+                    "targets only), gpu_tile 16x16 failed (HalideError: Error: out of shared memory)")

@@ -212,7 +212,7 @@ def device_section(result: dict) -> str:
     halide = [(f"{r['title']} ({p['peer']})", p["notes"]) for r in result["records"] for p in r.get("peers", [])
               if p.get("notes")]
     if halide:
-        lines += ["", "Halide schedules (seconds of one call; the fastest is the one in the table): "
+        lines += ["", "Halide schedules (seconds of one call; the table's is the fastest whose output passed the check): "
                   + "; ".join(f"{t}: " + ", ".join(_schedule_text(k, v) for k, v in n.items() if isinstance(v, dict))
                               for t, n in halide)]
     return "\n".join(lines)
@@ -220,9 +220,11 @@ def device_section(result: dict) -> str:
 
 def _schedule_text(name: str, note: dict) -> str:
     if "seconds" in note:
-        return f"{name} {note['seconds'] * 1e3:.1f} ms"
+        return f"{name} {note['seconds'] * 1e3:.1f} ms" + (" (wrong output)" if note.get("wrong_output") else "")
     error = note.get("error", "")
-    return f"{name} n/a ({error[len('not offered: '):]})" if error.startswith("not offered: ") else f"{name} failed"
+    if error.startswith("not offered: "):
+        return f"{name} n/a ({error[len('not offered: '):]})"
+    return f"{name} failed ({error.splitlines()[0][:120] if error else 'no reason'})"
 
 
 def _timing_method(result: dict) -> str:
