@@ -1,4 +1,5 @@
-"""The peers of the comparison: SciPy, OpenCV, CuPy, PyTorch (and Halide, in peer_halide.py).
+"""The peers of the comparison: SciPy, OpenCV, CuPy, PyTorch (Halide in peer_halide.py and
+peer_halide_gpu.py, OpenCV's OpenCL path in peer_opencv_ocl.py).
 
 A peer `prepare`s one workload on inputs already in memory (on the GPU for CuPy and PyTorch) and
 returns a PeerRun: `time_once()` runs the operation once and returns its seconds (wall clock on
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
@@ -26,6 +27,9 @@ class NotOffered(Exception):
 class PeerRun:
     time_once: Callable[[], float]  # one call, seconds
     fetch: Callable[[], dict[str, np.ndarray]]
+    label: str = ""  # which schedule this is, when the peer has several (Halide)
+    # the next-best schedules, fastest first: the harness takes the first whose output passes the check
+    alternatives: list = field(default_factory=list)
 
 
 class Peer:
@@ -86,6 +90,11 @@ def harris_window() -> np.ndarray:
     return k
 
 
+def filter3d(args: dict) -> np.ndarray:
+    """The 3-D convolution's flattened filter as NumPy's (z, y, x) weights (peer_workloads.py)."""
+    return np.ascontiguousarray(np.asarray(args["filter"], np.float32).reshape(3, 3, 3))
+
+
 SOBEL_X = np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], np.float32) / 8
 SOBEL_Y = SOBEL_X.T.copy()
 
@@ -120,6 +129,10 @@ class SciPyPeer(Peer):
         if f == "median":
             src, out, size = args["input"], np.empty_like(args["input"]), 2 * workload.radius + 1
             return PeerRun(_wall(lambda: nd.median_filter(src, size=size, output=out, mode="nearest")),
+                           lambda: {"output": out})
+        if f == "convolution3d":
+            src, weights, out = args["input"], filter3d(args), np.empty_like(args["input"])
+            return PeerRun(_wall(lambda: nd.convolve(src, weights, output=out, mode="nearest")),
                            lambda: {"output": out})
         raise NotOffered(f"ndimage has no {workload.family} operation")
 
@@ -172,6 +185,8 @@ class OpenCVPeer(Peer):
                              "not the plain SAD block matching")
         if f == "bilateral":
             raise NotOffered("bilateralFilter is 2-D only")
+        if f == "convolution3d":
+            raise NotOffered("filter2D is 2-D only")
         raise NotOffered(f"no {workload.family} operation")
 
 
@@ -223,6 +238,11 @@ class CuPyPeer(Peer):
             src, size = cp.asarray(args["input"]), 2 * workload.radius + 1
             out = cp.empty_like(src)
             return PeerRun(timed(lambda: nd.median_filter(src, size=size, output=out, mode="nearest")),
+                           lambda: {"output": cp.asnumpy(out)})
+        if f == "convolution3d":
+            src, weights = cp.asarray(args["input"]), cp.asarray(filter3d(args))
+            out = cp.empty_like(src)
+            return PeerRun(timed(lambda: nd.convolve(src, weights, output=out, mode="nearest")),
                            lambda: {"output": cp.asnumpy(out)})
         raise NotOffered(f"cupyx.scipy.ndimage has no {workload.family} operation")
 
@@ -292,13 +312,23 @@ class TorchPeer(Peer):
                 xx, yy, xy = s[0], s[1], s[2]
                 result["output"] = xx * yy - xy * xy - k * (xx + yy) * (xx + yy)
             return PeerRun(timed(harris), lambda: {"output": result["output"].cpu().numpy()})
+        if f == "convolution3d":
+            src = gpu(args["input"])[None, None]
+            weight = gpu(np.ascontiguousarray(filter3d(args)[::-1, ::-1, ::-1]))[None, None]
+
+            def conv3d():
+                result["output"] = F.conv3d(F.pad(src, (1, 1, 1, 1, 1, 1), mode="replicate"), weight)
+            return PeerRun(timed(conv3d), lambda: {"output": result["output"][0, 0].cpu().numpy()})
         raise NotOffered(f"torch has no {workload.family} operation")
 
 
 def peers_for(device: str, threads: int, halide_schedulers: tuple[str, ...] = ()) -> list[Peer]:
     """The peers a --device run compares with."""
     if device == "nvidia":
-        return [CuPyPeer(), TorchPeer()]
+        from .peer_halide_gpu import HalideGPUPeer
+        from .peer_opencv_ocl import OpenCVOCLPeer
+
+        return [CuPyPeer(), TorchPeer(), OpenCVOCLPeer(), HalideGPUPeer()]
     from .peer_halide import SCHEDULERS, HalidePeer
 
     return [SciPyPeer(), OpenCVPeer(threads), HalidePeer(threads, tuple(halide_schedulers) or SCHEDULERS)]

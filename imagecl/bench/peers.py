@@ -1,22 +1,33 @@
-"""ImageCL's tuned kernels against the libraries a user would otherwise call (issue 6).
+"""ImageCL's tuned kernels against the libraries a user would otherwise call (issues 6, 23).
 
-    python benchmarks/peers.py --device nvidia|cpu [--quick] [--tune-seconds S] [--out DIR] [--only w1,w2]
+    python benchmarks/peers.py --device nvidia|cpu [--runs 3] [--budget N] [--tune-seconds S]
+                               [--workloads w1,w2] [--quick] [--out DIR]
+    python benchmarks/peers.py --merge A.json B.json ... [--tag T] [--out DIR]
 
-For each workload (peer_workloads.py): the naive and the tuned ImageCL variant (tuned with the
-project's model-based tuner for about S seconds; the measurements go to DIR/peers-tuning.db, so a
-rerun reuses them instead of tuning again unless --retune), and every peer that offers the workload
-with the same boundary semantics (peer_impls.py, peer_halide.py). Each peer's output is checked
-against ours before its time counts; then it is called until two consecutive calls agree (its
-compile caches filled, peer_timing.py), and only the calls after count. Also measured: the
-device's copy bandwidth with a STREAM-like OpenCL copy kernel (bytes read + written), the
-reference for the memory-bound workloads.
-Writes DIR/peers-<device>.json, .md and .png, and regenerates the peer section of BENCHMARKS.md
-from every DIR/peers-*.json present (peers_report.py).
+For each workload (peer_workloads.py): the naive ImageCL variant, then --runs independent tuning
+runs (each from scratch in a fresh temporary store, seed 0, 1, ..., with --budget configurations
+and at most --tune-seconds; no stored configuration is ever reused), each run's tuned variant
+timed; and every peer that offers the workload with the same boundary semantics (peer_impls.py,
+peer_halide.py, peer_halide_gpu.py, peer_opencv_ocl.py). Each peer's output is checked against
+ours before its time counts; then it is called until two consecutive calls agree (its compile
+caches filled, peer_timing.py), and only the calls after count. A published ratio is the median
+over the runs of (peer time / the run's tuned time), with the runs' range (peer_runs.py). Also
+measured: the device's copy bandwidth with a STREAM-like OpenCL copy kernel (bytes read +
+written), the reference for the memory-bound workloads.
+Writes DIR/peers-<tag>.json, .md and .png, and regenerates the peer section of BENCHMARKS.md
+from every DIR/peers-*.json present (peers_report.py). --merge joins the JSONs of several calls
+on one device (a workload list split to fit a time limit) into one result.
 
-Timings: ImageCL columns are OpenCL profiling-event kernel times (no transfers); GPU peers are
-timed with CUDA events around the call (synchronised), CPU peers by the wall clock around the call
-with inputs already in memory. Each is the median of at least 3 calls (launches) after the
-warm-up, with its spread.
+On a host whose commands have a time limit, split the list and join the parts, e.g.
+    python benchmarks/peers.py --device nvidia --runs 3 --budget 40 --tune-seconds 30 \
+        --deadline-minutes 7 --workloads conv3,conv9 --out $OUT/gpu-1.json
+    ... (the other workloads into gpu-2.json, ...)
+    python benchmarks/peers.py --merge gpu-1.json gpu-2.json ... --tag nvidia
+
+Timings: ImageCL columns are OpenCL profiling-event kernel times (no transfers); each peer's
+"timing" field says how it is timed (CUDA events, or the wall clock around the call and a device
+synchronisation, inputs already on the device). Each is the median of at least 3 calls (launches)
+after the warm-up, with its spread.
 """
 from __future__ import annotations
 
@@ -25,6 +36,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Optional
@@ -39,7 +51,8 @@ from imagecl.runtime.timing import MIN_TIMED
 
 from . import repository
 from .bandwidth import copy_bandwidth
-from .peer_impls import NotOffered, Peer, peers_for
+from .peer_impls import NotOffered, Peer, PeerRun, peers_for
+from .peer_runs import median_time, run_times
 from .peer_timing import warm_then_time
 from .peer_workloads import Workload, all_workloads
 
@@ -67,15 +80,33 @@ def check_output(got: dict, expected: dict, workload: Workload) -> Optional[str]
     return None
 
 
+def first_that_passes(run: PeerRun, reference: dict, workload: Workload,
+                      notes: Optional[dict]) -> tuple[PeerRun, float, Optional[str]]:
+    """The peer's fastest schedule whose output passes the check (a peer with one schedule: that
+    one), the time of its checked call, and, when none passes, the first one's problem. A schedule
+    whose output is wrong is said in `notes` (the peer's per-schedule record)."""
+    first_problem = None
+    for candidate in [run, *run.alternatives]:
+        seconds = candidate.time_once()  # the checked call (also the warm-up)
+        problem = check_output(candidate.fetch(), reference, workload)
+        if problem is None:
+            if notes is not None and candidate.label:
+                notes["chosen"] = candidate.label
+            return candidate, seconds, None
+        first_problem = first_problem or problem
+        if notes is not None and candidate.label:
+            notes.setdefault(candidate.label, {})["wrong_output"] = problem
+    return run, 0.0, first_problem
+
+
 def time_peer(peer: Peer, workload: Workload, args: dict, reference: dict, repeats: int,
               max_seconds: float) -> dict:
     """A peer's record: 'ok' with its median time (after its output passed the check), or why not."""
     record = {"peer": peer.name, "timing": peer.timing}
     started = time.time()
     try:
-        run = peer.prepare(workload, args)
-        first = run.time_once()  # the checked call (also the warm-up)
-        problem = check_output(run.fetch(), reference, workload)
+        run, first, problem = first_that_passes(peer.prepare(workload, args), reference, workload,
+                                                getattr(peer, "notes", {}).get(workload.key))
         if problem:
             record.update(status="wrong output", reason=problem)
             return record
@@ -95,35 +126,35 @@ def time_peer(peer: Peer, workload: Workload, args: dict, reference: dict, repea
 
 
 # ---- the ImageCL side ------------------------------------------------------------------------------------
-def tune(program, args: dict, device, store_path: Path, seconds: float, retune: bool, naive_seconds: float,
+def tune(program, args: dict, device, store_path: Path, seconds: float, budget: Optional[int], naive_seconds: float,
          seed: int = 0) -> dict:
-    """Tune as `imagecl tune` does (one tuning session: the naive variant as the baseline, the
-    default strategy, the store's prior and transfer seeds) for about `seconds` (skipped when the
-    store already holds measurements of this program, size, device and driver, unless `retune`);
-    returns the best stored configurations and what the tuning did. The session's confirmation is
-    left out: `imagecl_side` times the three fastest again itself, as it times the naive variant
-    and the peers."""
+    """One independent tuning run, as `imagecl tune` tunes (the naive variant as the baseline, the
+    default strategy) in the store at `store_path` (the caller gives a fresh one: no measurement,
+    prior or transfer seed from an earlier run) with `budget` configurations (None: as many as
+    about `seconds` allow) and at most about `seconds`; returns the run's three fastest
+    configurations and what the tuning did. The session's confirmation is left out: `imagecl_side`
+    times the three fastest again itself, as it times the naive variant and the peers."""
     from imagecl.tuner.engine import MeasureOptions, Measurer
     from imagecl.tuner.session import SessionOptions, run_session
     from imagecl.tuner.store import Store
 
-    info: dict = {"store": str(store_path)}
+    info: dict = {"seed": seed}
     slow = naive_seconds > 0.25  # big problems on a CPU: fewer timed launches per configuration
     options = MeasureOptions(timeout=max(30.0, seconds, 20 * naive_seconds), prebuild=False,
                              repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5)
     with Store(store_path) as store, Measurer(program, args, store, device, options) as measurer:
-        stored = [r for r in measurer.stored().values() if r.status == "ok"]
-        info["stored_before"] = len(stored)
+        info["stored_before"] = len(measurer.stored())  # 0 for an independent run
         space = measurer.space
         info["space_size"] = space.size
-        if (retune or not stored) and seconds > 0:
+        if seconds > 0 or budget:
             started = time.time()
             measurer.measure([space.defaults])  # starts the worker (builds and runs the naive variant)
-            warm = time.time()
-            measurer.measure(space.random(2, seed=seed))  # how long one configuration takes here
-            per_config = max((time.time() - warm) / 2, 0.02)
-            budget = int(min(500, max(8, seconds / per_config)))
-            session = run_session(measurer, SessionOptions(budget=budget, seed=seed, confirm=0,
+            if budget is None:
+                warm = time.time()
+                measurer.measure(space.random(2, seed=seed))  # how long one configuration takes here
+                per_config = max((time.time() - warm) / 2, 0.02)
+                budget = int(min(500, max(8, seconds / per_config)))
+            session = run_session(measurer, SessionOptions(budget=budget, seed=seed, confirm=0, transfer=False,
                                                            seconds=max(0.0, started + seconds - time.time())))
             info.update(tuned_seconds=time.time() - started, evaluations=session.evaluations, budget=budget,
                         speedup_over_naive=session.speedup)
@@ -138,36 +169,49 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, retune: 
             "finalists": [r.config for r in ok[:3]]}
 
 
-def imagecl_side(workload: Workload, args: dict, device, store_path: Path, tune_seconds: float, retune: bool,
+def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds: float, budget: Optional[int],
                  repeats: int, max_seconds: float) -> tuple[dict, dict]:
-    """Our record (naive and tuned times, the tuning) and the naive variant's outputs, the reference."""
+    """Our record (the naive time, and per independent tuning run its tuned time; the tuned time
+    is the runs' median) and the naive variant's outputs, the reference."""
     program = imagecl.compile(workload.source, f"<{workload.key}>")
     session = Session(program, args, device)
     naive = session.time(program.plan(None), repeats=repeats, max_seconds=max_seconds)
-    record = {"naive_seconds": naive.median, "naive_times": naive.times}
+    record = {"naive_seconds": naive.median, "naive_times": naive.times, "runs": []}
     session.set_reference_from(program.plan(None))
-    t0 = time.time()
-    tuning = tune(program, args, device, store_path, tune_seconds, retune, naive.median)
-    tuning["wall_seconds"] = time.time() - t0
-    record["tuning"] = tuning
-    if tuning["config"] is None:
+    repeats_tuned = repeats if naive.median < 0.25 else MIN_TIMED  # slow kernels (big problems on a CPU): fewer
+    for seed in range(runs):
+        t0 = time.time()
+        with tempfile.TemporaryDirectory(prefix="imagecl-peers-") as folder:
+            tuning = tune(program, args, device, Path(folder) / "tuning.db", tune_seconds, budget, naive.median,
+                          seed=seed)
+        tuning["wall_seconds"] = time.time() - t0
+        run = {"tuning": tuning, "tuned_seconds": None}
+        record["runs"].append(run)
+        if tuning["config"] is None:
+            continue
+        # the run's three fastest, timed again here as the naive variant was: one measurement is a
+        # noisy pick on a busy machine; the fastest again is the run's tuned variant
+        finalists = []
+        for config in tuning["finalists"]:
+            timing = session.time(program.plan(config, device), repeats=repeats_tuned, max_seconds=max_seconds,
+                                  verify=True)
+            if timing.problem:  # the tuner verified it; should it differ now, it is left out, and said
+                record.setdefault("rejected", []).append({"config": config, "problem": timing.problem})
+                continue
+            finalists.append((timing.median, timing.times, config))
+        if finalists:
+            seconds, times, config = min(finalists, key=lambda f: f[0])
+            run.update(tuned_seconds=seconds, tuned_times=times, config=config,
+                       finalists_seconds=[f[0] for f in finalists])
+    times = run_times(record)
+    if not times:
+        if record.get("rejected"):
+            raise ImageCLError(f"{workload.key}: no tuned variant reproduces the naive one: {record['rejected']}")
         record["tuned_seconds"] = None
         return record, naive.outputs
-    # the tuner's three fastest, timed again here as the naive variant was: one measurement is a
-    # noisy pick on a busy machine; the fastest again is the tuned variant
-    finalists = []
-    repeats = repeats if naive.median < 0.25 else MIN_TIMED  # slow kernels (big problems on a CPU): fewer
-    for config in tuning["finalists"]:
-        timing = session.time(program.plan(config, device), repeats=repeats, max_seconds=max_seconds, verify=True)
-        if timing.problem:  # the tuner verified it; should it differ now, it is left out, and said
-            record.setdefault("rejected", []).append({"config": config, "problem": timing.problem})
-            continue
-        finalists.append((timing.median, timing.times, config))
-    if not finalists:
-        raise ImageCLError(f"{workload.key}: no tuned variant reproduces the naive one: {record['rejected']}")
-    seconds, times, config = min(finalists, key=lambda f: f[0])
-    record.update(tuned_seconds=seconds, tuned_times=times, config=config,
-                  finalists_seconds=[f[0] for f in finalists])
+    median_run = min(record["runs"], key=lambda r: abs((r["tuned_seconds"] or float("inf")) - median_time(times)))
+    record.update(tuned_seconds=median_time(times), config=median_run.get("config"),
+                  tuned_range=[min(times), max(times)])
     return record, naive.outputs
 
 
@@ -207,20 +251,27 @@ def _cpu_name() -> str:
 def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     started = time.time()
-    parser.add_argument("--device", required=True, choices=("nvidia", "cpu"),
+    parser.add_argument("--device", choices=("nvidia", "cpu"),
                         help="the OpenCL device (name fragment) and which peers to compare with")
     parser.add_argument("--quick", action="store_true", help="small problem sizes (a quick local check)")
     parser.add_argument("--size-scale", type=float, default=None,
                         help="scale the large problem sizes (each side), e.g. 0.5 on a small machine")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="independent tuning runs per workload (fresh store, own seed); the published ratio is "
+                             "their median, with its range (default 3)")
+    parser.add_argument("--budget", type=int, default=None,
+                        help="configurations each tuning run measures (default: as many as --tune-seconds allows)")
     parser.add_argument("--tune-seconds", type=float, default=None,
-                        help="tuning time per workload (0: none; default 20 on a GPU, 120 on a CPU, where one "
-                             "measurement costs a build and launches of up to a second: BENCHMARKS.md)")
+                        help="most tuning time per run and workload (0 with no --budget: none; default 20 on a GPU, "
+                             "120 on a CPU, where one measurement costs a build and launches of up to a second)")
     parser.add_argument("--deadline-minutes", type=float, default=None,
                         help="shorten the tuning of the later workloads so that the run ends in about this time")
-    parser.add_argument("--retune", action="store_true", help="tune again even if the store has measurements")
     parser.add_argument("--out", default=None, help="default: benchmarks/results of the checkout")
-    parser.add_argument("--only", default=None, help="comma-separated workloads: " +
+    parser.add_argument("--workloads", "--only", dest="only", default=None, help="comma-separated workloads: " +
                         ",".join(w.key for w in all_workloads()))
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                        help="join these results of one device (calls on parts of the workload list) into one "
+                             "report; nothing is measured")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU peers' threads (default: the OpenCL CPU device's compute units)")
     parser.add_argument("--repeats", type=int, default=None,
@@ -228,12 +279,19 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     parser.add_argument("--note", default=None, help="a line for the report (the machine's state, say)")
     parser.add_argument("--tag", default=None,
                         help="results are peers-TAG.*; default the device (plus -quick), e.g. cpu-laptop")
-    parser.add_argument("--halide-schedulers", default="Mullapudi2016,Adams2019",
-                        help="Halide autoschedulers to try (the faster counts); Adams2019 searches for tens of "
-                             "seconds per pipeline")
+    parser.add_argument("--halide-schedulers", default="Mullapudi2016,Adams2019,Li2018,Anderson2021",
+                        help="Halide autoschedulers to try on the CPU (the fastest counts; Anderson2021 schedules "
+                             "GPU targets only, so on the CPU it is recorded as not offered, and the GPU run's Halide "
+                             "peer uses it); Adams2019 searches for tens of seconds per pipeline")
     parser.add_argument("--benchmarks-md", default=None,
                         help="the file whose peer section is regenerated ('' for none)")
     args = parser.parse_args(argv)
+    if args.merge:
+        return merge_files(parser, args)
+    if args.device is None:
+        parser.error("--device is required (or --merge)")
+    if args.runs < 1 or (args.budget is not None and args.budget < 1):
+        parser.error("--runs and --budget must be at least 1")
 
     tag = args.tag or (args.device + ("-quick" if args.quick else ""))
     if not tag.replace("-", "").replace("_", "").isalnum():
@@ -258,9 +316,10 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     threads = args.threads or (info.compute_units if info.kind == "CPU" else os.cpu_count())
     schedulers = tuple(s.strip() for s in args.halide_schedulers.split(",") if s.strip())
     peers = peers_for(args.device, threads, schedulers) + list(extra_peers or [])
-    out = Path(args.out) if args.out is not None else repository() / "benchmarks" / "results"
-    if args.benchmarks_md is None:
-        args.benchmarks_md = str(repository() / "BENCHMARKS.md")
+    json_path = output_json(args.out, tag)
+    out = json_path.parent
+    if args.benchmarks_md is None:  # a call writing one named JSON (a part of a split run): none
+        args.benchmarks_md = "" if _names_json(args.out) else str(repository() / "BENCHMARKS.md")
     out.mkdir(parents=True, exist_ok=True)
     repeats = max(MIN_TIMED, args.repeats or (10 if info.kind == "GPU" else 5))
     max_seconds = 2.0 if info.kind == "GPU" else 3.0
@@ -281,18 +340,19 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device_kind": args.device,
                   "machine": machine, "copy_bandwidth": bandwidth, "quick": args.quick,
                   "command": "python benchmarks/peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
-                  "tune_seconds": args.tune_seconds, "repeats": repeats, "records": done, "note": args.note,
+                  "tune_seconds": args.tune_seconds, "runs": args.runs, "budget": args.budget,
+                  "repeats": repeats, "records": done, "note": args.note,
                   "seconds": time.time() - started, "tag": tag, "partial": not complete}
         result["machine"]["load_average_after"] = list(os.getloadavg())
-        (out / f"peers-{tag}.json").write_text(json.dumps(result, indent=1, default=_json_default))
+        json_path.write_text(json.dumps(result, indent=1, default=_json_default))
         return result
 
     for index, w in enumerate(workloads):
         tune_seconds = args.tune_seconds
         if args.deadline_minutes:
-            # about half of what is left per workload goes to tuning, the rest to timing the peers
+            # about half of what is left per workload goes to tuning (its runs), the rest to the peers
             left = args.deadline_minutes * 60 - (time.time() - started)
-            tune_seconds = max(0.0, min(tune_seconds, 0.5 * left / (len(workloads) - index)))
+            tune_seconds = max(0.0, min(tune_seconds, 0.5 * left / (len(workloads) - index) / args.runs))
         shape = w.quick if args.quick else w.full
         if args.size_scale and (args.quick or int(np.prod(w.full)) > 1 << 20):  # stereo, raycasting: small already
             shape = tuple(max(16, int(s * args.size_scale)) for s in shape)
@@ -303,8 +363,8 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
                   "tune_seconds": tune_seconds}
         t0 = time.time()
         try:
-            ours, reference = imagecl_side(w, arguments, device, out / "peers-tuning.db", tune_seconds,
-                                           args.retune, repeats, max_seconds)
+            ours, reference = imagecl_side(w, arguments, device, args.runs, tune_seconds, args.budget,
+                                           repeats, max_seconds)
         except ImageCLError as exc:
             record["error"] = str(exc)
             records.append(record)
@@ -324,22 +384,72 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         save(records, complete=False)
         tuned = ours.get("tuned_seconds")
         print(f"  naive {ours['naive_seconds'] * 1e3:.3f} ms, tuned "
-              f"{'-' if tuned is None else f'{tuned * 1e3:.3f} ms'}; "
+              f"{'-' if tuned is None else f'{tuned * 1e3:.3f} ms'} (runs: "
+              + ", ".join(f"{t * 1e3:.3f}" for t in run_times(ours)) + "); "
               + "; ".join(f"{p['peer']}: " + (f"{p['seconds'] * 1e3:.3f} ms" if p["status"] == "ok"
                                              else f"{p['status']} ({p.get('reason', '')[:80]})")
                           for p in record["peers"])
               + f" [{record['wall_seconds']:.0f} s]", file=sys.stderr, flush=True)
 
     result = save(records, complete=True)
+    return write_report(result, json_path, args.benchmarks_md if not args.quick else "")
+
+
+def _names_json(out: Optional[str]) -> bool:
+    return out is not None and out.endswith(".json")
+
+
+def output_json(out: Optional[str], tag: str) -> Path:
+    """Where the result's JSON goes: --out itself when it names a .json file, else
+    peers-TAG.json in the --out folder (default benchmarks/results); the .md and .png beside it."""
+    if _names_json(out):
+        return Path(out)
+    folder = Path(out) if out is not None else repository() / "benchmarks" / "results"
+    return folder / f"peers-{tag}.json"
+
+
+def write_report(result: dict, json_path: Path, benchmarks_md: str) -> dict:
+    """The Markdown table and plot of a result (its JSON already written), and BENCHMARKS.md's section."""
     from . import peers_report
 
     table = peers_report.device_section(result)
-    (out / f"peers-{tag}.md").write_text(table + "\n")
-    peers_report.plot(result, out / f"peers-{tag}.png")
-    if args.benchmarks_md and not args.quick:
-        peers_report.update_benchmarks_md(out, Path(args.benchmarks_md))
+    json_path.with_suffix(".md").write_text(table + "\n")
+    peers_report.plot(result, json_path.with_suffix(".png"))
+    out = json_path.parent
+    if benchmarks_md:
+        peers_report.update_benchmarks_md(out, Path(benchmarks_md))
     print(table)
     return result
+
+
+def merge_files(parser: argparse.ArgumentParser, args) -> dict:
+    """--merge: one result from several calls' JSONs on one device."""
+    from .peers_report import merge_results
+
+    parts = []
+    for name in args.merge:
+        try:
+            parts.append(json.loads(Path(name).read_text()))
+        except (OSError, ValueError) as exc:
+            parser.error(f"--merge {name}: {exc}")
+    try:
+        result = merge_results(parts)
+    except ValueError as exc:
+        parser.error(str(exc))
+    except (KeyError, TypeError, AttributeError) as exc:
+        parser.error(f"--merge: not a result of benchmarks/peers.py (no {exc})")
+    tag = args.tag or result["tag"]
+    if not tag.replace("-", "").replace("_", "").isalnum():
+        parser.error(f"--tag {tag!r}: use letters, digits, '-' and '_' only")
+    result["tag"] = tag
+    target = output_json(args.out, tag)
+    if any(Path(name).resolve() == target.resolve() for name in args.merge):
+        parser.error(f"--merge would overwrite its input {target}: give another --tag or --out")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(result, indent=1, default=_json_default))
+    if args.benchmarks_md is None:
+        args.benchmarks_md = "" if _names_json(args.out) else str(repository() / "BENCHMARKS.md")
+    return write_report(result, target, args.benchmarks_md if not result.get("quick") else "")
 
 
 def _json_default(value):
