@@ -24,7 +24,7 @@ from .passes.footprint import (DYNAMIC_UNROLL_FACTORS, AccessAnalysis, analyse_a
                                image_compatible_array, small_read_only_array, tile_bytes as footprint_tile_bytes)
 from .passes.semantic import ProgramInfo
 from .passes.specialise import assignments, specialise
-from .codegen import interior
+from .codegen import interior, lanes
 
 if TYPE_CHECKING:
     from .codegen.variant import VariantPlan
@@ -193,7 +193,7 @@ class Space:
             tunables=tuple(sorted((p.target, value[p.name]) for p in by[ch.TUNABLE])),
             wg=None if all(w == ch.DRIVERS_CHOICE for w in wg) else wg,
             interior=any(value[p.name] for p in by[ch.INTERIOR]),
-            vector_x=any(value[p.name] for p in by[ch.VECTOR_X]),
+            vector_x=max((int(value[p.name]) for p in by[ch.VECTOR_X]), default=0),
         )
 
     # ---- checking one configuration --------------------------------------------------------------
@@ -486,9 +486,12 @@ def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) 
     params = [Parameter.of(ch.INTERIOR, None, [0, 1],
                            "work-groups whose footprint lies inside the images skip boundary handling")]
     constraints: list[Constraint] = []
-    if interior.vector_candidates(info, analyses):
-        params.append(Parameter.of(ch.VECTOR_X, None, [0, 1],
-                                   "in the interior fast path, move runs of px_x points along x as vectors"))
+    values = [0] + [1] * interior.vector_candidates(info, analyses) + [lanes.LANES] * lanes.vectorisable(info)
+    if len(values) > 1:
+        what = "move runs of px_x points along x as vectors"
+        if lanes.LANES in values:
+            what += f" ({lanes.LANES}: the body as vector code, codegen/lanes.py)"
+        params.append(Parameter.of(ch.VECTOR_X, None, values, "in the interior fast path, " + what))
         widths = list(interior.VECTOR_WIDTHS)
         constraints.append(Constraint(
             f"vector_x only with the interior fast path, blocked layout and px_x in {widths}",
