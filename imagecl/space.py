@@ -493,11 +493,14 @@ def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) 
             what += f" ({lanes.LANES}: the body as vector code, codegen/lanes.py)"
         params.append(Parameter.of(ch.VECTOR_X, None, values, "in the interior fast path, " + what))
         widths = list(interior.VECTOR_WIDTHS)
+        jammed = list(lanes.JAMMED_WIDTHS)
+        also = f" (for {lanes.LANES}: or {jammed})" if lanes.LANES in values else ""
         constraints.append(Constraint(
-            f"vector_x only with the interior fast path, blocked layout and px_x in {widths}",
+            f"vector_x only with the interior fast path, blocked layout and px_x in {widths}{also}",
             ("vector_x", "interior", "interleaved", "px_x"),
-            lambda c, widths=widths: (c["vector_x"] == 0) | ((c["interior"] == 1) & (c["interleaved"] == 0)
-                                                             & np.isin(c["px_x"], widths))))
+            lambda c, widths=widths, jammed=jammed: (c["vector_x"] == 0) | (
+                (c["interior"] == 1) & (c["interleaved"] == 0)
+                & (np.isin(c["px_x"], widths) | ((c["vector_x"] == lanes.LANES) & np.isin(c["px_x"], jammed))))))
     return params, constraints
 
 

@@ -297,10 +297,13 @@ def test_space_offers_and_constrains_the_passes():
     space = program("sobel", "constant").space_for(problem_shape=(64, 64))
     assert space.parameter("interior").values == [0, 1]
     assert space.parameter("vector_x").values == [0, 1, 2]
+    space.complete({"vector_x": 2, "interior": 1, "px_x": 64})  # vector code: also 2 or 4 runs of 16
+    with pytest.raises(imagecl.ConfigError):
+        space.complete({"vector_x": 1, "interior": 1, "px_x": 64})
     median = program("median", "mirror").space_for(problem_shape=(64, 64))
     assert median.parameter("vector_x").values == [0, 1]  # its body branches on pixel values
     for bad in ({"vector_x": 1, "px_x": 4}, {"vector_x": 1, "interior": 1, "px_x": 1},
-                {"vector_x": 2, "px_x": 4}, {"vector_x": 2, "interior": 1, "px_x": 32},
+                {"vector_x": 2, "px_x": 4}, {"vector_x": 2, "interior": 1, "px_x": 128},
                 {"vector_x": 1, "interior": 1, "px_x": 32},
                 {"vector_x": 1, "interior": 1, "px_x": 4, "interleaved": 1}):
         with pytest.raises(imagecl.ConfigError):

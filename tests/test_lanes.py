@@ -2,8 +2,9 @@
 
 Numbers: a program that uses every kind of value the lane printer handles (loads along x,
 gathers through boundary handling, conversions in compound assignments, idx as a value,
-built-ins with scalar arguments, a branch on a parameter) against NumPy, at an odd width, for
-every vector width. Structure: what the source of a run looks like, which programs are refused
+built-ins with scalar arguments, a branch on a parameter, a declaration of a varying and a
+uniform variable) against NumPy, at an odd width, for every vector width and for 2 and 4 runs
+of 16 per call. Structure: what the source of a run looks like, which programs are refused
 and why. Machine code: PoCL builds the vector variant of a convolution into packed SIMD
 instructions (x86 CPUs through PoCL only).
 """
@@ -24,9 +25,9 @@ MIX = """
 #pragma imcl boundary_cond(input:clamped, table:clamped)
 void blend(Image<float> input, Image<uchar> labels, Image<float> table, Image<float> output, float gain, int flag) {
     int acc = 0;
-    float s = 0.0f;
+    float s = 0.0f, g = gain;
     for (int i = -1; i <= 1; i++) {
-        s += fabs(input[idx + i][idy - 1]) * gain;
+        s += fabs(input[idx + i][idy - 1]) * g;
         acc += input[i + idx][idy + 1];
     }
     if (flag > 0) {
@@ -61,10 +62,10 @@ def mix_program():
     return imagecl.compile(MIX, filename="mix.icl")
 
 
-@pytest.mark.parametrize("n", [2, 4, 8, 16])
+@pytest.mark.parametrize("n", [2, 4, 8, 16, 32, 64])  # 32, 64: runs of 16 side by side
 def test_lane_code_matches_numpy(mix_program, n):
     rng = np.random.default_rng(n)
-    shape = (13, 53)  # 53: no multiple of any vector width
+    shape = (13, 211)  # 211: no multiple of any vector width
     args = {"input": rng.integers(-40, 40, shape).astype(np.float32) / 4,  # quarters: exact sums
             "labels": rng.integers(0, 256, shape, dtype=np.uint8),
             "table": rng.integers(-8, 8, shape).astype(np.float32), "gain": 0.5, "flag": 1}
@@ -91,6 +92,15 @@ def test_lane_source_has_vector_loads_gathers_and_one_call(mix_program):
     assert kernel.count("imcl_point_blend_lanes(") == 1 and "imcl_kx" not in kernel.split("if (imcl_inside)")[1] \
         .split("else")[0]  # one call per run, no per-point loop
     assert "% 4 == 0" not in kernel and "& 15) == 0" not in kernel  # vload/vstore need no alignment
+
+
+def test_wide_runs_are_jammed_runs_of_16(mix_program):
+    text = mix_program.opencl_source({"interior": 1, "vector_x": 2, "px_x": 64, "wg_x": 1, "wg_y": 1})
+    lanes = text[text.index("void imcl_point_blend_lanes("):text.index("__kernel")]
+    for run in (1, 2, 3):  # each run's own accumulators, next to the first run's statement
+        assert f"float16 imcl_{run}_s = 0.0f;" in lanes and f"(imcl_x0 + {16 * run})" in lanes
+    assert lanes.count("float g = gain;") == 1 and lanes.count("if (flag > 0)") == 1  # uniform: once
+    assert "imcl_x0 = imcl_gx * 64;" in text
 
 
 @pytest.mark.parametrize("source,reason", [

@@ -6,7 +6,11 @@ OpenCL vectors of N lanes; the rest stay scalars, so a filter tap is read once a
 into all N outputs. An image read at `idx + c` (c the same for every lane) from global or local
 memory is one `vloadN` of N neighbouring pixels (no alignment needed); any other read that
 varies (image memory, boundary handling, an index computed from idx) gathers its N lanes
-one by one. The pixel written at the grid point is one `vstoreN`. LLVM-based OpenCL compilers
+one by one. The pixel written at the grid point is one `vstoreN`. With px_x above 16 a call
+computes px_x / 16 runs of 16 side by side: every statement that involves varying values is
+printed once per run (unroll-and-jam; control flow is the same in every run, since it does not
+depend on idx), so the runs' sums are independent chains that the CPU overlaps, and a tap
+read once serves all of them. LLVM-based OpenCL compilers
 for CPUs (PoCL) emit these as packed SIMD instructions, which their work-group vectoriser does
 not manage for the scalar per-point code (see benchmarks/pocl_vectorisation.py).
 """
@@ -18,6 +22,7 @@ from typing import Optional
 from ..ir import builtins as bi
 from ..ir import nodes as ir
 from ..ir import types as ty
+from ..ir.walk import walk
 from ..passes import memory as placement
 from ..passes.lanes import Lanes
 from .emitter import _PRIMARY, _UNARY, _PREC, AccessPlan, Emitter
@@ -29,21 +34,52 @@ RUN_START = "imcl_x0"
 class LaneEmitter(Emitter):
     """Prints the kernel body for N lanes; `lane` set: the scalar text of one lane."""
 
-    def __init__(self, info, plan: AccessPlan, lanes: Lanes, n: int) -> None:
+    def __init__(self, info, plan: AccessPlan, lanes: Lanes, n: int, runs: int = 1) -> None:
         super().__init__(info, plan)
         self.lanes = lanes
         self.n = n
+        self.runs = runs
+        self.run = 0  # which of the call's runs is printed
         self.lane: Optional[int] = None
+
+    @property
+    def start(self) -> str:
+        """The first point of the run being printed."""
+        return RUN_START if self.run == 0 else f"({RUN_START} + {self.run * self.n})"
+
+    def var(self, name: str) -> str:
+        """A varying local's name in the run being printed (generated names start with imcl_)."""
+        return self.c(name) if self.run == 0 else f"imcl_{self.run}_{self.c(name)}"
 
     def vector(self, t: ty.Type) -> str:
         return f"{t.c_name()}{self.n}"
 
     # ---- statements ---------------------------------------------------------------------
+    def stmt(self, s: ir.Stmt, depth: int) -> list[str]:
+        if self.runs == 1 or not self._per_run(s):
+            return super().stmt(s, depth)
+        if isinstance(s, ir.DeclGroup):  # its uniform declarations once, its varying ones per run
+            return [line for d in s.decls for line in self.stmt(d, depth)]
+        lines = []
+        for run in range(self.runs):
+            self.run = run
+            lines += self._stmt(s, depth)  # not the printed-statement cache: the text depends on the run
+        self.run = 0
+        return lines
+
+    def _per_run(self, s: ir.Stmt) -> bool:
+        """A simple statement that declares, computes or stores varying values."""
+        if isinstance(s, ir.VarDecl):
+            return self.lanes.symbol_varies(s.symbol)
+        if isinstance(s, ir.DeclGroup):
+            return any(self.lanes.symbol_varies(d.symbol) for d in s.decls)
+        return isinstance(s, ir.ExprStmt) and any(self.lanes.varies(e) for e in walk(s) if isinstance(e, ir.Expr))
+
     def decl(self, d: ir.VarDecl) -> str:
         if not self.lanes.symbol_varies(d.symbol):
             return super().decl(d)
         const = "const " if d.is_const else ""
-        text = f"{const}{self.vector(d.var_type)} {self.c(d.name)}"
+        text = f"{const}{self.vector(d.var_type)} {self.var(d.name)}"
         if d.init is not None:
             text += " = " + self.as_vector(d.init, d.var_type, 2)
         return text
@@ -79,8 +115,8 @@ class LaneEmitter(Emitter):
         if self.lane is not None:
             if isinstance(e, ir.Name) and self.lanes.symbol_varies(e.symbol):
                 if e.symbol.kind == "grid_index":
-                    return f"({RUN_START} + {self.lane})", _PRIMARY
-                return f"{self.c(e.name)}.s{self.lane:x}", _PRIMARY
+                    return f"({self.start} + {self.lane})", _PRIMARY
+                return f"{self.var(e.name)}.s{self.lane:x}", _PRIMARY
             return super()._expr(e)
         if not self.lanes.varies(e):
             return super()._expr(e)
@@ -88,8 +124,8 @@ class LaneEmitter(Emitter):
         if isinstance(e, ir.Name):
             if e.symbol.kind == "grid_index":
                 steps = ", ".join(str(i) for i in range(self.n))
-                return f"({RUN_START} + (int{self.n})({steps}))", _PRIMARY
-            return self.c(e.name), _PRIMARY
+                return f"({self.start} + (int{self.n})({steps}))", _PRIMARY
+            return self.var(e.name), _PRIMARY
         if isinstance(e, ir.Unary):
             operand = self.as_vector(e.operand, t, _UNARY)
             sep = " " if operand[:1] in "+-" and e.op in "+-" else ""
@@ -160,6 +196,14 @@ class LaneEmitter(Emitter):
 
 
 LANES = 2  # the value of `vector_x` that selects this code
+WIDEST = 16  # OpenCL's widest vector: px_x = 32 or 64 is 2 or 4 runs of 16
+JAMMED_WIDTHS = (32, 64)
+
+
+def runs_of(px_x: int) -> tuple[int, int]:
+    """(vector width, runs per call) for px_x points per work-item."""
+    n = min(px_x, WIDEST)
+    return n, px_x // n
 
 
 def lane_signature(params: list[str], values: list[str]) -> tuple[list[str], list[str]]:

@@ -24,7 +24,7 @@ from ..passes.memory import place_memory
 from ..passes.lanes import analyse as analyse_lanes
 from ..passes.unroll import unroll
 from . import interior
-from .lanes import LANES, LaneEmitter, lane_signature
+from .lanes import LANES, LaneEmitter, lane_signature, runs_of
 from .interior import local_images
 from .body import kernel_body, local_array_name, local_arrays, tile_extent_names, tile_origin_names
 from .emitter import AccessPlan, Emitter, names
@@ -461,7 +461,8 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
     if explicit:
         name = f"imcl_point_{info.kernel.name}_lanes"
         params, values = lane_signature(params, values)
-        note = f"; one call computes a run of {n} points along x, as vectors of {n} lanes"
+        width, runs = runs_of(n)
+        note = f"; one call computes {n} points along x, as {runs} vector(s) of {width} lanes"
     elif plan.vector_x:
         tiles = interior.register_tiles(info, analysis, plan.local_mem, plan.image_mem, n)
         stores = interior.vector_store_images(info)
@@ -478,7 +479,7 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
     def fast_body() -> str:
         fast = placement.interior(placed, plan, interior.inside_images(info, analysis))
         if explicit:
-            emitter = LaneEmitter(fast, PlacedAccess(fast), analyse_lanes(fast), n)
+            emitter = LaneEmitter(fast, PlacedAccess(fast), analyse_lanes(fast), *runs_of(n))
             return "\n".join(emitter.block_lines(fast.kernel.body, 1))
         if plan.vector_x:
             fast = placement.vectorise(fast, [t.image for t in tiles], stores)

@@ -135,6 +135,9 @@ def _refusal(info: ProgramInfo, lanes: Lanes, n: ir.Node) -> Optional[str]:
         return "a branch or loop condition depends on idx"
     if isinstance(n, ir.For) and lanes.varies(n.cond):
         return "a loop condition depends on idx"
+    if isinstance(n, ir.For) and n.init is not None \
+            and any(lanes.varies(e) for e in walk(n.init) if isinstance(e, ir.Expr)):
+        return "a loop's initialisation depends on idx"
     if isinstance(n, ir.VarDecl) and isinstance(n.var_type, ty.ArrayType) and isinstance(n.init, list):
         if any(lanes.varies(x) for x in walk(n.init) if isinstance(x, ir.Expr)):
             return "a private array holds values that depend on idx"

@@ -1,0 +1,91 @@
+"""Which variants PoCL turns into SIMD code: packed against scalar float instructions per workload.
+
+    python benchmarks/vector_code.py [--device cpu] [--tuned benchmarks/results/peers-cpu.json] \
+        [--out benchmarks/results/vector-code.json]
+
+For the CPU peer workloads (convolution 3x3, 9x9, 11x11, sobel, median 3x3) this builds, on a
+PoCL CPU device, the naive variant, the configuration the peer harness tuned (read from a
+peers JSON, when given and present), the fast path with fully unrolled taps, the same with
+`vector_x=1` (vector loads and stores around the scalar body) and with `vector_x=2` (the body
+as vector code, codegen/lanes.py), and counts floating-point arithmetic instructions in the
+kernel object PoCL leaves in its cache (imagecl/bench/machine_code.py): packed (SIMD, 4/8/16
+lanes per instruction) against scalar. Counts are of instructions in the object (both of the
+kernel's paths), not executed ones. About 1-2 minutes on one core.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from imagecl.bench import machine_code  # noqa: E402
+from imagecl.bench.peer_workloads import convolution_source, median_source  # noqa: E402
+
+
+def workloads() -> dict[str, tuple[str, dict]]:
+    """name -> (source, the fully unrolled fast path's configuration)."""
+    out = {}
+    for radius in (1, 4, 5):
+        n = 2 * radius + 1
+        out[f"conv{n}"] = (convolution_source(radius), {f"unroll_convolution{n}_l7": n, f"unroll_convolution{n}_l8": n})
+    out["sobel"] = ((ROOT / "examples" / "sobel.icl").read_text(), {})
+    out["median3"] = (median_source(1), {})
+    return out
+
+
+def variants(name: str, unrolled: dict, tuned: dict | None, lanes: bool) -> dict[str, object]:
+    fast = {**unrolled, "interior": 1, "wg_x": 8, "wg_y": 4}
+    out: dict[str, object] = {"naive": "naive"}
+    if tuned:
+        out["tuned (peers JSON)"] = tuned
+    out["fast path, unrolled"] = fast
+    out["vector_x=1, px_x=8"] = {**fast, "vector_x": 1, "px_x": 8}
+    if lanes:
+        out["vector_x=2, px_x=8"] = {**fast, "vector_x": 2, "px_x": 8}
+        out["vector_x=2, px_x=16"] = {**fast, "vector_x": 2, "px_x": 16, "wg_x": 4}
+        out["vector_x=2, px_x=32 (2 runs of 16)"] = {**fast, "vector_x": 2, "px_x": 32, "wg_x": 2}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", help="a PoCL CPU device (name fragment)")
+    parser.add_argument("--tuned", type=Path, help="a peers JSON whose tuned configurations to include")
+    parser.add_argument("--out", type=Path, help="write the counts here (JSON)")
+    args = parser.parse_args()
+    import imagecl
+
+    tuned = {}
+    if args.tuned and args.tuned.exists():
+        for record in json.loads(args.tuned.read_text()).get("records", []):
+            config = (record.get("imagecl") or {}).get("config")
+            if config:
+                tuned[record["workload"]] = config
+    rows = []
+    started = time.time()
+    print("| workload | variant | scalar float ops | packed float ops | of which 256-bit | 512-bit | packed share |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, (source, unrolled) in workloads().items():
+        prog = imagecl.compile(source, filename=f"{name}.icl")
+        values = prog.space.parameter("vector_x").values if "vector_x" in prog.space.names else []
+        for label, config in variants(name, unrolled, tuned.get(name), 2 in values).items():
+            mix = machine_code.pocl_instruction_mix(source, config, shape=(64, 256), device=args.device,
+                                                    filename=f"{name}.icl")
+            rows.append({"workload": name, "variant": label, "config": config, **asdict(mix)})
+            print(f"| {name} | {label} | {mix.scalar} | {mix.packed} | {mix.packed_ymm} | {mix.packed_zmm} | "
+                  f"{mix.packed_share:.0%} |", flush=True)
+    if args.out:
+        args.out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                        "device": args.device, "seconds": round(time.time() - started, 1),
+                                        "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
