@@ -409,6 +409,7 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
     fast_params, fast_constraints = fast_path_parameters(info, analyses.values())
     params.extend(fast_params)
     constraints.extend(fast_constraints)
+    constraints.extend(_lanes_read_buffers(info, analyses.values(), fast_params, image_params))
     defaults.update({p.name: 0 for p in fast_params})
 
     minted = [p.name for p in params if p.family is None or not generated_parameter(p.name)]
@@ -502,6 +503,22 @@ def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) 
                 (c["interior"] == 1) & (c["interleaved"] == 0)
                 & (np.isin(c["px_x"], widths) | ((c["vector_x"] == lanes.LANES) & np.isin(c["px_x"], jammed))))))
     return params, constraints
+
+
+def _lanes_read_buffers(info: ProgramInfo, analyses: Iterable[AccessAnalysis], fast_params: list[Parameter],
+                        image_params: list[str]) -> list[Constraint]:
+    """Vector code (vector_x=2) reads the fast path's images along x with vloadN from a buffer;
+    through image memory it would gather its lanes one read at a time, the scalar code again."""
+    if not any(p.name == ch.VECTOR_X.name() and lanes.LANES in p.values for p in fast_params):
+        return []
+    inside = {name for a in analyses for name in interior.inside_images(info, a)}
+    gathered = tuple(p for p in image_params if p[len("image_"):] in inside)
+    if not gathered:
+        return []
+    return [Constraint(f"vector_x={lanes.LANES} (vector code) reads {', '.join(n[6:] for n in gathered)} from "
+                       "buffers, not image memory", ("vector_x",) + gathered,
+                       lambda c, ps=gathered: (c["vector_x"] != lanes.LANES)
+                       | (sum((c[p] for p in ps), np.zeros_like(c["vector_x"])) == 0))]
 
 
 def tile_bytes(info: ProgramInfo, analysis: AccessAnalysis, name: str, wg: list, px: list, interleaved) -> Any:
