@@ -1,7 +1,7 @@
 """Which variants PoCL turns into SIMD code: packed against scalar float instructions per workload.
 
     python benchmarks/vector_code.py [--device cpu] [--tuned benchmarks/results/peers-cpu.json] \
-        [--out benchmarks/results/vector-code.json]
+        [--out benchmarks/results/vector-code.json] [--time SCALE] [--only conv9,sobel]
 
 For the CPU peer workloads (convolution 3x3, 9x9, 11x11, sobel, median 3x3) this builds, on a
 PoCL CPU device, the naive variant, the configuration the peer harness tuned (read from a
@@ -10,7 +10,13 @@ peers JSON, when given and present), the fast path with fully unrolled taps, the
 as vector code, codegen/lanes.py), and counts floating-point arithmetic instructions in the
 kernel object PoCL leaves in its cache (imagecl/bench/machine_code.py): packed (SIMD, 4/8/16
 lanes per instruction) against scalar. Counts are of instructions in the object (both of the
-kernel's paths), not executed ones. About 1-2 minutes on one core.
+kernel's paths), not executed ones. About 2-4 minutes (one build per variant).
+
+`--time SCALE` also times each variant on the device (OpenCL profiling events, median of 5
+launches after one warm-up) on the peer harness's inputs at its full size times SCALE per
+side: the tuned configuration of the peers JSON against the vector-code variants at fixed
+configurations, independently of what a short tuning run finds. On the 16-core host,
+`--time 1` takes about 3-5 minutes (most of it the naive and scalar variants of conv11).
 """
 from __future__ import annotations
 
@@ -53,11 +59,32 @@ def variants(name: str, unrolled: dict, tuned: dict | None, lanes: bool) -> dict
     return out
 
 
+def timed(workload_key: str, variants_: dict, device: str, scale: float) -> dict[str, float]:
+    """Milliseconds per variant (median of 5 launches after a warm-up) on the peer inputs."""
+    import numpy as np
+
+    import imagecl
+    from imagecl.bench.peer_workloads import all_workloads
+
+    workload = next(w for w in all_workloads() if w.key == workload_key)
+    shape = tuple(max(64, int(round(n * scale))) for n in workload.full)
+    args = workload.make(shape, np.random.default_rng(0))
+    prog = imagecl.compile(workload.source, filename=f"{workload_key}.icl")
+    inputs = {k: v for k, v in args.items() if k not in workload.writes}
+    out = {}
+    for label, config in variants_.items():
+        prog.run(inputs, device=device, config=config)
+        out[label] = 1000 * float(np.median([prog.run(inputs, device=device, config=config)[1] for _ in range(5)]))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="a PoCL CPU device (name fragment)")
     parser.add_argument("--tuned", type=Path, help="a peers JSON whose tuned configurations to include")
     parser.add_argument("--out", type=Path, help="write the counts here (JSON)")
+    parser.add_argument("--only", help="comma-separated workloads (default all): conv3,conv9,conv11,sobel,median3")
+    parser.add_argument("--time", type=float, metavar="SCALE", help="also time the variants at the full size x SCALE")
     args = parser.parse_args()
     import imagecl
 
@@ -71,7 +98,8 @@ def main() -> int:
     started = time.time()
     print("| workload | variant | scalar float ops | packed float ops | of which 256-bit | 512-bit | packed share |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for name, (source, unrolled) in workloads().items():
+    chosen_workloads = {k: v for k, v in workloads().items() if not args.only or k in args.only.split(",")}
+    for name, (source, unrolled) in chosen_workloads.items():
         prog = imagecl.compile(source, filename=f"{name}.icl")
         values = prog.space.parameter("vector_x").values if "vector_x" in prog.space.names else []
         for label, config in variants(name, unrolled, tuned.get(name), 2 in values).items():
@@ -80,9 +108,19 @@ def main() -> int:
             rows.append({"workload": name, "variant": label, "config": config, **asdict(mix)})
             print(f"| {name} | {label} | {mix.scalar} | {mix.packed} | {mix.packed_ymm} | {mix.packed_zmm} | "
                   f"{mix.packed_share:.0%} |", flush=True)
+    if args.time:
+        print(f"\nkernel milliseconds at the peer harness's full size x {args.time} per side (median of 5):")
+        for name, (_, unrolled) in chosen_workloads.items():
+            chosen = {label: config for label, config in
+                      variants(name, unrolled, tuned.get(name), True).items() if label != "naive"}
+            if name == "median3":
+                continue  # no vector code for it (its body branches on pixel values)
+            for label, ms in timed(name, chosen, args.device, args.time).items():
+                next(r for r in rows if r["workload"] == name and r["variant"] == label)["ms"] = round(ms, 3)
+                print(f"  {name:8s} {label:36s} {ms:9.2f} ms", flush=True)
     if args.out:
         args.out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                                        "device": args.device, "seconds": round(time.time() - started, 1),
+                                        "device": args.device, "time_scale": args.time, "seconds": round(time.time() - started, 1),
                                         "rows": rows}, indent=1))
     return 0
 
