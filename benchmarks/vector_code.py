@@ -22,16 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from imagecl.bench import machine_code  # noqa: E402
-from imagecl.bench.peer_workloads import convolution_source, median_source  # noqa: E402
+from imagecl.bench import machine_code
+from imagecl.bench.peer_workloads import _example, convolution_source, median_source
 
 
 def workloads() -> dict[str, tuple[str, dict]]:
@@ -40,7 +36,7 @@ def workloads() -> dict[str, tuple[str, dict]]:
     for radius in (1, 4, 5):
         n = 2 * radius + 1
         out[f"conv{n}"] = (convolution_source(radius), {f"unroll_convolution{n}_l7": n, f"unroll_convolution{n}_l8": n})
-    out["sobel"] = ((ROOT / "examples" / "sobel.icl").read_text(), {})
+    out["sobel"] = (_example("sobel.icl"), {})
     out["median3"] = (median_source(1), {})
     return out
 
