@@ -11,6 +11,7 @@ instructions (x86 CPUs through PoCL only).
 from __future__ import annotations
 
 import platform
+import shutil
 
 import numpy as np
 import pytest
@@ -120,7 +121,8 @@ def test_bodies_that_branch_per_lane_are_refused(source, reason):
     assert 2 not in values
 
 
-@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="counts x86 instructions")
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or shutil.which("objdump") is None,
+                    reason="counts x86 instructions with objdump")
 def test_pocl_builds_the_lane_code_into_packed_instructions():
     """The scalar fast path of a 9x9 convolution is all scalar float arithmetic in PoCL's object
     (its work-group vectoriser gives up); the lane code is packed, one instruction per tap."""
