@@ -24,7 +24,7 @@ from .passes.footprint import (DYNAMIC_UNROLL_FACTORS, AccessAnalysis, analyse_a
                                image_compatible_array, small_read_only_array, tile_bytes as footprint_tile_bytes)
 from .passes.semantic import ProgramInfo
 from .passes.specialise import assignments, specialise
-from .codegen import interior
+from .codegen import interior, lanes
 
 if TYPE_CHECKING:
     from .codegen.variant import VariantPlan
@@ -196,7 +196,7 @@ class Space:
             tunables=tuple(sorted((p.target, value[p.name]) for p in by[ch.TUNABLE])),
             wg=None if all(w == ch.DRIVERS_CHOICE for w in wg) else wg,
             interior=any(value[p.name] for p in by[ch.INTERIOR]),
-            vector_x=any(value[p.name] for p in by[ch.VECTOR_X]),
+            vector_x=max((int(value[p.name]) for p in by[ch.VECTOR_X]), default=0),
         )
 
     # ---- checking one configuration --------------------------------------------------------------
@@ -412,6 +412,7 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
     fast_params, fast_constraints = fast_path_parameters(info, analyses.values())
     params.extend(fast_params)
     constraints.extend(fast_constraints)
+    constraints.extend(_lanes_read_buffers(info, analyses.values(), fast_params, image_params))
     defaults.update({p.name: 0 for p in fast_params})
 
     minted = [p.name for p in params if p.family is None or not generated_parameter(p.name)]
@@ -489,16 +490,38 @@ def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) 
     params = [Parameter.of(ch.INTERIOR, None, [0, 1],
                            "work-groups whose footprint lies inside the images skip boundary handling")]
     constraints: list[Constraint] = []
-    if interior.vector_candidates(info, analyses):
-        params.append(Parameter.of(ch.VECTOR_X, None, [0, 1],
-                                   "in the interior fast path, move runs of px_x points along x as vectors"))
+    values = [0] + [1] * interior.vector_candidates(info, analyses) + [lanes.LANES] * lanes.vectorisable(info)
+    if len(values) > 1:
+        what = "move runs of px_x points along x as vectors"
+        if lanes.LANES in values:
+            what += f" ({lanes.LANES}: the body as vector code, codegen/lanes.py)"
+        params.append(Parameter.of(ch.VECTOR_X, None, values, "in the interior fast path, " + what))
         widths = list(interior.VECTOR_WIDTHS)
+        jammed = list(lanes.JAMMED_WIDTHS)
+        also = f" (for {lanes.LANES}: or {jammed})" if lanes.LANES in values else ""
         constraints.append(Constraint(
-            f"vector_x only with the interior fast path, blocked layout and px_x in {widths}",
+            f"vector_x only with the interior fast path, blocked layout and px_x in {widths}{also}",
             ("vector_x", "interior", "interleaved", "px_x"),
-            lambda c, widths=widths: (c["vector_x"] == 0) | ((c["interior"] == 1) & (c["interleaved"] == 0)
-                                                             & np.isin(c["px_x"], widths))))
+            lambda c, widths=widths, jammed=jammed: (c["vector_x"] == 0) | (
+                (c["interior"] == 1) & (c["interleaved"] == 0)
+                & (np.isin(c["px_x"], widths) | ((c["vector_x"] == lanes.LANES) & np.isin(c["px_x"], jammed))))))
     return params, constraints
+
+
+def _lanes_read_buffers(info: ProgramInfo, analyses: Iterable[AccessAnalysis], fast_params: list[Parameter],
+                        image_params: list[str]) -> list[Constraint]:
+    """Vector code (vector_x=2) reads the fast path's images along x with vloadN from a buffer;
+    through image memory it would gather its lanes one read at a time, the scalar code again."""
+    if not any(p.name == ch.VECTOR_X.name() and lanes.LANES in p.values for p in fast_params):
+        return []
+    inside = {name for a in analyses for name in interior.inside_images(info, a)}
+    gathered = tuple(p for p in image_params if p[len("image_"):] in inside)
+    if not gathered:
+        return []
+    return [Constraint(f"vector_x={lanes.LANES} (vector code) reads {', '.join(n[6:] for n in gathered)} from "
+                       "buffers, not image memory", ("vector_x",) + gathered,
+                       lambda c, ps=gathered: (c["vector_x"] != lanes.LANES)
+                       | (sum((c[p] for p in ps), np.zeros_like(c["vector_x"])) == 0))]
 
 
 def tile_bytes(info: ProgramInfo, analysis: AccessAnalysis, name: str, wg: list, px: list, interleaved) -> Any:

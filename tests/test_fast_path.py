@@ -44,6 +44,12 @@ CONFIGS_2D = {
     "vector8-local": {"wg_x": 2, "wg_y": 2, "px_x": 8, "interior": 1, "vector_x": 1, "local_input": 1},
     "vector2-image": {"wg_x": 4, "wg_y": 4, "px_x": 2, "interior": 1, "vector_x": 1, "image_input": 1},
     "vector16": {"wg_x": 1, "wg_y": 4, "px_x": 16, "interior": 1, "vector_x": 1},
+    # vector_x=2: the body as vector code (codegen/lanes.py), no alignment needed, so the odd
+    # width 37 takes the fast path too; vloads from global and local memory (not image memory)
+    "lanes4": {"wg_x": 4, "wg_y": 2, "px_x": 4, "px_y": 2, "interior": 1, "vector_x": 2},
+    "lanes8-local": {"wg_x": 2, "wg_y": 2, "px_x": 8, "interior": 1, "vector_x": 2, "local_input": 1},
+    "lanes2": {"wg_x": 4, "wg_y": 4, "px_x": 2, "interior": 1, "vector_x": 2},
+    "lanes16": {"wg_x": 1, "wg_y": 4, "px_x": 16, "interior": 1, "vector_x": 2},
 }
 CONFIGS_3D = {
     "plain": {"wg_x": 4, "wg_y": 2, "wg_z": 2, "interior": 1},
@@ -53,6 +59,10 @@ CONFIGS_3D = {
     "vector8-local": {"wg_x": 2, "wg_y": 2, "px_x": 8, "px_y": 2, "interior": 1, "vector_x": 1,
                       "local_input": 1},
     "vector4": {"wg_x": 2, "wg_y": 2, "wg_z": 2, "px_x": 4, "px_z": 2, "interior": 1, "vector_x": 1},
+    "lanes4": {"wg_x": 2, "wg_y": 2, "wg_z": 2, "px_x": 4, "px_z": 2, "interior": 1, "vector_x": 2},
+    "lanes8-local": {"wg_x": 2, "wg_y": 2, "px_x": 8, "px_y": 2, "interior": 1, "vector_x": 2,
+                     "local_input": 1},
+    "lanes2": {"wg_x": 2, "wg_y": 2, "px_x": 2, "interior": 1, "vector_x": 2},
 }
 
 _PROGRAMS: dict = {}
@@ -179,14 +189,16 @@ def path_counts(prog: imagecl.Program, config: dict, shape: tuple) -> tuple[int,
                 lo = g[d] * wg[d] * span[d] + k[d] * glob[d]
                 hi = lo + wg[d] * span[d]
                 ok &= lo >= low[d] and hi + high[d] <= extent[d]
-            if config.get("vector_x"):
+            if config.get("vector_x") == 1:  # aligned vector loads and stores
                 ok &= extent[0] % px[0] == 0
             inside += ok
             other += not ok
     return inside, other
 
 
-CASES_2D = [(name, cfg) for name in ("sobel", "convolution", "median", "box_blur", "harris") for cfg in CONFIGS_2D]
+# the median's body branches on pixel values: no vector code (vector_x=2) for it
+CASES_2D = [(name, cfg) for name in ("sobel", "convolution", "median", "box_blur", "harris") for cfg in CONFIGS_2D
+            if not (name == "median" and cfg.startswith("lanes"))]
 
 
 def check(name: str, mode: str, config: dict, shape: tuple) -> None:
@@ -196,7 +208,7 @@ def check(name: str, mode: str, config: dict, shape: tuple) -> None:
         config = {k.replace("_input", "_dx"): v for k, v in config.items()}
     full = space.complete(config)
     inside, other = path_counts(prog, full, shape)
-    if full.get("vector_x") and shape[-1] % full["px_x"]:
+    if full.get("vector_x") == 1 and shape[-1] % full["px_x"]:
         assert inside == 0  # widths that are not multiples of the vector size take the general path
     else:
         assert inside > 0 and other > 0, f"{config} at {shape} does not exercise both paths"
@@ -213,7 +225,7 @@ def test_fast_path_2d_default_mode(name, config, shape):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ["sobel", "convolution", "median", "box_blur", "harris"])
 def test_fast_path_2d_every_mode(name, mode):
-    for config in ("blocked-local", "vector4"):
+    for config in ("blocked-local", "vector4") + (("lanes4", "lanes8-local") if name != "median" else ()):
         check(name, mode, CONFIGS_2D[config], (29, 64))
 
 
@@ -233,6 +245,7 @@ def test_fast_path_3d(config):
 @pytest.mark.parametrize("mode", ["constant", "mirror", "wrap"])
 def test_fast_path_3d_every_mode(mode):
     check("bilateral3d", mode, CONFIGS_3D["vector8-local"], SHAPE_3D)
+    check("bilateral3d", mode, CONFIGS_3D["lanes4"], SHAPE_3D)
 
 
 # ---- structure of the generated source --------------------------------------------------------------
@@ -283,8 +296,15 @@ def test_passes_off_leave_no_trace(name):
 def test_space_offers_and_constrains_the_passes():
     space = program("sobel", "constant").space_for(problem_shape=(64, 64))
     assert space.parameter("interior").values == [0, 1]
-    assert space.parameter("vector_x").values == [0, 1]
+    assert space.parameter("vector_x").values == [0, 1, 2]
+    space.complete({"vector_x": 2, "interior": 1, "px_x": 64})  # vector code: also 2 or 4 runs of 16
+    with pytest.raises(imagecl.ConfigError):
+        space.complete({"vector_x": 1, "interior": 1, "px_x": 64})
+    median = program("median", "mirror").space_for(problem_shape=(64, 64))
+    assert median.parameter("vector_x").values == [0, 1]  # its body branches on pixel values
     for bad in ({"vector_x": 1, "px_x": 4}, {"vector_x": 1, "interior": 1, "px_x": 1},
+                {"vector_x": 2, "px_x": 4}, {"vector_x": 2, "interior": 1, "px_x": 128},
+                {"vector_x": 2, "interior": 1, "px_x": 4, "image_input": 1},
                 {"vector_x": 1, "interior": 1, "px_x": 32},
                 {"vector_x": 1, "interior": 1, "px_x": 4, "interleaved": 1}):
         with pytest.raises(imagecl.ConfigError):
@@ -334,10 +354,12 @@ def fast_path_config(space, dims: int, seed: int) -> dict:
         config[f"px_{a}"] = int(rng.choice([1, 2, 4] if dims == 2 else [1, 2]))
     config["px_x"] = int(rng.choice([1, 2, 4, 8]))
     config["interior"] = 1
-    config["vector_x"] = int(rng.integers(0, 2)) if "vector_x" in space.names else 0
+    config["vector_x"] = int(rng.choice(space.parameter("vector_x").values)) if "vector_x" in space.names else 0
     if config["vector_x"]:
         config["interleaved"] = 0
         config["px_x"] = max(2, config["px_x"])
+    if config["vector_x"] == 2:  # vector code reads its images from buffers
+        config.update({name: 0 for name in space.names if name.startswith("image_")})
     if all(config[f"px_{a}"] == 1 for a in axes):
         config["interleaved"] = 0
     return space.complete(config)

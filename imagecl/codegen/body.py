@@ -18,6 +18,7 @@ from ..passes.semantic import ProgramInfo
 from . import interior
 from .emitter import names
 from .interior import RegisterTile, local_images
+from .lanes import LANES
 
 AXES = "xyz"
 
@@ -49,7 +50,8 @@ def kernel_frame(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents
         out = frame_passes.fast_path(out, inside_call,
                                      interior.inside_conditions(info, plan, analysis, grid_extents, *shown))
         if plan.vector_x and not out.per_iteration:
-            out = frame_passes.vectorise_runs(out, register_tiles(info, plan, tiles), staged_stores(info, stores))
+            out = frame_passes.vectorise_runs(out, register_tiles(info, plan, tiles), staged_stores(info, stores),
+                                              explicit=plan.vector_x == LANES)
     return out
 
 

@@ -21,8 +21,10 @@ from ..passes.footprint import AccessAnalysis, analyse_accesses, tile_bytes
 from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 from ..passes import memory as placement
 from ..passes.memory import place_memory
+from ..passes.lanes import analyse as analyse_lanes
 from ..passes.unroll import unroll
 from . import interior
+from .lanes import LANES, LaneEmitter, lane_signature, runs_of
 from .interior import local_images
 from .body import kernel_body, local_array_name, local_arrays, tile_extent_names, tile_origin_names
 from .emitter import AccessPlan, Emitter, names
@@ -44,7 +46,7 @@ class VariantPlan:
     tunables: tuple = ()  # (name, value)
     wg: Optional[tuple[int, ...]] = None  # None: the driver chooses (the naive variant)
     interior: bool = False  # work-groups inside the image run a copy without boundary handling
-    vector_x: bool = False  # in that copy, contiguous runs along x move as OpenCL vectors
+    vector_x: int = 0  # in that copy, runs along x: 1 vector loads/stores around scalar code, 2 vector code (LANES)
 
     @staticmethod
     def naive(info: ProgramInfo) -> "VariantPlan":
@@ -455,7 +457,13 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
     name = f"imcl_point_{info.kernel.name}_inside"
     note = ""
     n = plan.px[0] if plan.vector_x else 0
-    if plan.vector_x:
+    explicit = plan.vector_x == LANES
+    if explicit:
+        name = f"imcl_point_{info.kernel.name}_lanes"
+        params, values = lane_signature(params, values)
+        width, runs = runs_of(n)
+        note = f"; one call computes {n} points along x, as {runs} vector(s) of {width} lanes"
+    elif plan.vector_x:
         tiles = interior.register_tiles(info, analysis, plan.local_mem, plan.image_mem, n)
         stores = interior.vector_store_images(info)
         for tile in tiles:
@@ -470,12 +478,15 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
 
     def fast_body() -> str:
         fast = placement.interior(placed, plan, interior.inside_images(info, analysis))
+        if explicit:
+            emitter = LaneEmitter(fast, PlacedAccess(fast), analyse_lanes(fast), *runs_of(n))
+            return "\n".join(emitter.block_lines(fast.kernel.body, 1))
         if plan.vector_x:
             fast = placement.vectorise(fast, [t.image for t in tiles], stores)
         return "\n".join(Emitter(fast, PlacedAccess(fast, tiles)).block_lines(fast.kernel.body, 1))
 
     # the re-placement reads the placed IR's key and, vectorised, the run's length (the register tiles)
-    key = ("inside", plan.tunables, _factors(plan), plan.image_mem, plan.local_mem, n)
+    key = ("inside", plan.tunables, _factors(plan), plan.image_mem, plan.local_mem, n, explicit)
     context["inside_points"] = [{
         "name": name, "note": note, "params": params, "indent": " " * len(f"void {name}("),
         "body": _memoised(memo, key, fast_body),

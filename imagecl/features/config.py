@@ -40,7 +40,7 @@ CONFIG_FIELDS: dict[str, str] = {
     "constant_arrays": "arrays and pointers in constant memory",
     "constant_arrays_fraction": "the same over the read-only arrays and pointers",
     "interior": "1: the interior fast path (no boundary handling inside the image)",
-    "vector_x": "1: vector loads and stores along x in the interior fast path",
+    "vector_x": "in the interior fast path, 1: vector loads and stores along x around scalar code, 2: vector code",
     "unroll_loops": "loops with an unroll factor in the space",
     "unroll_log2_mean": "mean log2 of the unroll factors (0 without such loops)",
     "unroll_log2_max": "largest log2 of an unroll factor",

@@ -99,6 +99,7 @@ class VectorRuns:
     outer: tuple[Axis, ...]  # the other coarsened axes, outermost first
     tiles: tuple[RegisterTile, ...] = ()
     stores: tuple[StagedStore, ...] = ()
+    explicit: bool = False  # one call of the fast path's lane function per run (codegen/lanes.py)
 
 
 @dataclass(frozen=True)

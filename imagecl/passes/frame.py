@@ -48,9 +48,13 @@ def fast_path(frame: KernelFrame, inside_call: str, conditions: Iterable[str]) -
     return dataclasses.replace(frame, inside_call=inside_call, conditions=conditions)
 
 
-def vectorise_runs(frame: KernelFrame, tiles: Iterable[RegisterTile], stores: Iterable[StagedStore]) -> KernelFrame:
-    """In the fast path, each work-item's px_x contiguous points along x run as one vector run."""
+def vectorise_runs(frame: KernelFrame, tiles: Iterable[RegisterTile], stores: Iterable[StagedStore],
+                   explicit: bool = False) -> KernelFrame:
+    """In the fast path, each work-item's px_x contiguous points along x run as one vector run:
+    the per-point call for each point between register-tile loads and staged stores, or
+    (`explicit`) one call of the lane function (codegen/lanes.py) for the whole run."""
     if frame.inside_call is None or frame.interleaved or frame.axes[0].px < 2:
         raise ValueError("vectorised runs need the fast path, the blocked layout and px_x > 1")
     outer = tuple(a for a in frame.coarse if a.d != 0)
-    return dataclasses.replace(frame, vector=VectorRuns(frame.axes[0].px, outer, tuple(tiles), tuple(stores)))
+    return dataclasses.replace(frame, vector=VectorRuns(frame.axes[0].px, outer, tuple(tiles), tuple(stores),
+                                                        bool(explicit)))

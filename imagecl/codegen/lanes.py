@@ -1,0 +1,224 @@
+"""The interior fast path's body as explicit vector code: one run of N points along x per call.
+
+With `vector_x` = 2 the fast path calls `imcl_point_<kernel>_lanes` once per run of N = px_x
+contiguous points, starting at `imcl_x0`. Values that vary along x (passes/lanes.py) are
+OpenCL vectors of N lanes; the rest stay scalars, so a filter tap is read once and broadcast
+into all N outputs. An image read at `idx + c` (c the same for every lane) from global or local
+memory is one `vloadN` of N neighbouring pixels (no alignment needed); any other read that
+varies (image memory, boundary handling, an index computed from idx) gathers its N lanes
+one by one. The pixel written at the grid point is one `vstoreN`. With px_x above 16 a call
+computes px_x / 16 runs of 16 side by side: every statement that involves varying values is
+printed once per run (unroll-and-jam; control flow is the same in every run, since it does not
+depend on idx), so the runs' sums are independent chains that the CPU overlaps, and a tap
+read once serves all of them. LLVM-based OpenCL compilers
+for CPUs (PoCL) emit these as packed SIMD instructions, which their work-group vectoriser does
+not manage for the scalar per-point code (see benchmarks/pocl_vectorisation.py).
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..ir import builtins as bi
+from ..ir import nodes as ir
+from ..ir import types as ty
+from ..ir.walk import walk
+from ..passes import memory as placement
+from ..passes.lanes import Lanes
+from .emitter import _PRIMARY, _UNARY, _PREC, AccessPlan, Emitter
+
+CONTIGUOUS = (placement.DIRECT, placement.BUFFER, placement.TILE)  # plain arrays: a vload reads N neighbours
+RUN_START = "imcl_x0"
+
+
+class LaneEmitter(Emitter):
+    """Prints the kernel body for N lanes; `lane` set: the scalar text of one lane."""
+
+    def __init__(self, info, plan: AccessPlan, lanes: Lanes, n: int, runs: int = 1) -> None:
+        super().__init__(info, plan)
+        self.lanes = lanes
+        self.n = n
+        self.runs = runs
+        self.run = 0  # which of the call's runs is printed
+        self.lane: Optional[int] = None
+
+    @property
+    def start(self) -> str:
+        """The first point of the run being printed."""
+        return RUN_START if self.run == 0 else f"({RUN_START} + {self.run * self.n})"
+
+    def var(self, name: str) -> str:
+        """A varying local's name in the run being printed (generated names start with imcl_)."""
+        return self.c(name) if self.run == 0 else f"imcl_{self.run}_{self.c(name)}"
+
+    def vector(self, t: ty.Type) -> str:
+        return f"{t.c_name()}{self.n}"
+
+    # ---- statements ---------------------------------------------------------------------
+    def stmt(self, s: ir.Stmt, depth: int) -> list[str]:
+        if self.runs == 1 or not self._per_run(s):
+            return super().stmt(s, depth)
+        if isinstance(s, ir.DeclGroup):  # its uniform declarations once, its varying ones per run
+            return [line for d in s.decls for line in self.stmt(d, depth)]
+        lines = []
+        for run in range(self.runs):
+            self.run = run
+            lines += self._stmt(s, depth)  # not the printed-statement cache: the text depends on the run
+        self.run = 0
+        return lines
+
+    def _per_run(self, s: ir.Stmt) -> bool:
+        """A simple statement that declares, computes or stores varying values."""
+        if isinstance(s, ir.VarDecl):
+            return self.lanes.symbol_varies(s.symbol)
+        if isinstance(s, ir.DeclGroup):
+            return any(self.lanes.symbol_varies(d.symbol) for d in s.decls)
+        return isinstance(s, ir.ExprStmt) and any(self.lanes.varies(e) for e in walk(s) if isinstance(e, ir.Expr))
+
+    def decl(self, d: ir.VarDecl) -> str:
+        if not self.lanes.symbol_varies(d.symbol):
+            return super().decl(d)
+        const = "const " if d.is_const else ""
+        text = f"{const}{self.vector(d.var_type)} {self.var(d.name)}"
+        if d.init is not None:
+            text += " = " + self.as_vector(d.init, d.var_type, 2)
+        return text
+
+    def expr_stmt(self, e: ir.Expr, depth: int) -> list[str]:
+        target = e.target if isinstance(e, ir.Assign) else None
+        if isinstance(target, ir.Subscript) and target.base.symbol.kind == "image":
+            # passes/lanes.py admits only `image[idx][...] = value` here
+            array = self.info.arrays[target.base.name]
+            lvalue = self.in_lane(0, lambda: self.write_target(array, target)[0])
+            value = self.as_vector(e.value, target.type, 2)
+            return [self.unit_indent * depth + f"vstore{self.n}({value}, 0, &{lvalue});"]
+        return super().expr_stmt(e, depth)
+
+    # ---- expressions --------------------------------------------------------------------
+    def in_lane(self, lane: int, text):
+        saved, self.lane = self.lane, lane
+        try:
+            return text()
+        finally:
+            self.lane = saved
+
+    def as_vector(self, e: ir.Expr, t: ty.Type, min_prec: int) -> str:
+        """`e` as a vector of N values of scalar type `t` (a uniform value is converted, and
+        OpenCL C broadcasts it; a varying one of another type is converted per lane)."""
+        if self.lane is not None or not self.lanes.varies(e):
+            return self.convert(e, t, min_prec) if e.type != t else self.expr(e, min_prec)
+        if e.type != t:
+            return f"convert_{self.vector(t)}({self.expr(e, 2)})"
+        return self.expr(e, min_prec)
+
+    def _expr(self, e: ir.Expr) -> tuple[str, int]:
+        if self.lane is not None:
+            if isinstance(e, ir.Name) and self.lanes.symbol_varies(e.symbol):
+                if e.symbol.kind == "grid_index":
+                    return f"({self.start} + {self.lane})", _PRIMARY
+                return f"{self.var(e.name)}.s{self.lane:x}", _PRIMARY
+            return super()._expr(e)
+        if not self.lanes.varies(e):
+            return super()._expr(e)
+        t = e.type
+        if isinstance(e, ir.Name):
+            if e.symbol.kind == "grid_index":
+                steps = ", ".join(str(i) for i in range(self.n))
+                return f"({self.start} + (int{self.n})({steps}))", _PRIMARY
+            return self.var(e.name), _PRIMARY
+        if isinstance(e, ir.Unary):
+            operand = self.as_vector(e.operand, t, _UNARY)
+            sep = " " if operand[:1] in "+-" and e.op in "+-" else ""
+            return f"{e.op}{sep}{operand}", _UNARY
+        if isinstance(e, ir.Binary):
+            prec = _PREC[e.op]
+            if e.op in ("<<", ">>"):
+                return f"{self.as_vector(e.left, t, prec)} {e.op} {self.as_vector(e.right, t, prec + 1)}", prec
+            return f"{self.as_vector(e.left, t, prec)} {e.op} {self.as_vector(e.right, t, prec + 1)}", prec
+        if isinstance(e, ir.Assign):
+            target = self.lvalue(e.target)
+            common = ty.arithmetic_result(e.target.type, e.value.type) if e.op != "=" else e.target.type
+            if common == e.target.type or e.op in ("<<=", ">>="):
+                return f"{target} {e.op} {self.as_vector(e.value, e.target.type, 2)}", 2
+            # C computes `v op= x` in the operands' common type, then converts back to v's type
+            op, prec = e.op[:-1], _PREC[e.op[:-1]]
+            value = f"{self.as_vector(e.target, common, prec)} {op} {self.as_vector(e.value, common, prec + 1)}"
+            return f"{target} = convert_{self.vector(e.target.type)}({value})", 2
+        if isinstance(e, ir.Cast):
+            if e.operand.type == e.target_type:
+                return self._expr(e.operand)
+            return f"convert_{self.vector(e.target_type)}({self.expr(e.operand, 2)})", _PRIMARY
+        if isinstance(e, ir.Call):
+            return self.lane_call(e), _PRIMARY
+        if isinstance(e, ir.Subscript):
+            return self.lane_read(e), _PRIMARY
+        return super()._expr(e)  # IncDec: `v++` works on vectors as on scalars
+
+    def lane_call(self, e: ir.Call) -> str:
+        target = bi.convert_target(e.name)
+        if target is not None:
+            name = re.sub(r"^convert_([a-z]+)", lambda m: f"convert_{m.group(1)}{self.n}", e.name)
+            return f"{name}({self.expr(e.args[0], 2)})"
+        builtin = bi.BUILTINS[e.name]
+        name = e.name
+        if builtin.kind == "abs":
+            if ty.element_scalar(e.type).is_float:
+                name = "fabs"
+            return f"{name}({self.expr(e.args[0], 2)})"
+        # every argument as a vector of the result's type: OpenCL's vector built-ins take no mixes
+        args = [self.broadcast(a, e.type) for a in e.args]
+        return f"{name}({', '.join(args)})"
+
+    def broadcast(self, e: ir.Expr, t: ty.Type) -> str:
+        if self.lanes.varies(e):
+            return self.as_vector(e, t, 2)
+        return f"({self.vector(t)})({self.convert(e, t, 2) if e.type != t else self.expr(e, 2)})"
+
+    def lane_read(self, e: ir.Subscript) -> str:
+        """A varying read: one vload of N neighbours, or N reads gathered into a vector."""
+        if e.memory in CONTIGUOUS and self._unit_stride(e.indices[0]) \
+                and not any(self.lanes.varies(i) for i in e.indices[1:]):
+            first = self.in_lane(0, lambda: self.subscript_read(e))
+            return f"vload{self.n}(0, &{first})"
+        lanes = [self.in_lane(i, lambda: self.subscript_read(e)) for i in range(self.n)]
+        return f"({self.vector(e.type)})({', '.join(lanes)})"
+
+    def _unit_stride(self, x: ir.Expr) -> bool:
+        """`idx + c` or `idx - c` (or `c + idx`) with c the same in every lane."""
+        if isinstance(x, ir.Name):
+            return x.symbol is not None and x.symbol.kind == "grid_index" and x.name == "idx"
+        if isinstance(x, ir.Binary) and x.op == "+":
+            return (self._unit_stride(x.left) and not self.lanes.varies(x.right)) or \
+                (self._unit_stride(x.right) and not self.lanes.varies(x.left))
+        if isinstance(x, ir.Binary) and x.op == "-":
+            return self._unit_stride(x.left) and not self.lanes.varies(x.right)
+        return False
+
+
+LANES = 2  # the value of `vector_x` that selects this code
+WIDEST = 16  # OpenCL's widest vector: px_x = 32 or 64 is 2 or 4 runs of 16
+JAMMED_WIDTHS = (32, 64)
+
+
+def runs_of(px_x: int) -> tuple[int, int]:
+    """(vector width, runs per call) for px_x points per work-item."""
+    n = min(px_x, WIDEST)
+    return n, px_x // n
+
+
+def lane_signature(params: list[str], values: list[str]) -> tuple[list[str], list[str]]:
+    """The per-point function's parameters and arguments for a run: the run's start, not idx."""
+    params = [f"const int {RUN_START}" if p == "const int idx" else p for p in params]
+    values = [RUN_START if v == "idx" else v for v in values]
+    return params, values
+
+
+def vectorisable(info) -> bool:
+    """Whether the program's kernel body can run as lanes (passes/lanes.py says why not)."""
+    from ..passes.lanes import NotVectorisable, analyse
+
+    try:
+        analyse(info)
+    except NotVectorisable:
+        return False
+    return True

@@ -1,0 +1,134 @@
+"""Explicit vector code for the interior fast path (`vector_x` = 2, passes/lanes.py and codegen/lanes.py).
+
+Numbers: a program that uses every kind of value the lane printer handles (loads along x,
+gathers through boundary handling, conversions in compound assignments, idx as a value,
+built-ins with scalar arguments, a branch on a parameter, a declaration of a varying and a
+uniform variable) against NumPy, at an odd width, for every vector width and for 2 and 4 runs
+of 16 per call. Structure: what the source of a run looks like, which programs are refused
+and why. Machine code: PoCL builds the vector variant of a convolution into packed SIMD
+instructions (x86 CPUs through PoCL only).
+"""
+from __future__ import annotations
+
+import platform
+import shutil
+
+import numpy as np
+import pytest
+
+import imagecl
+from imagecl.bench import machine_code
+from imagecl.bench.peer_workloads import convolution_source
+from imagecl.passes.lanes import NotVectorisable, analyse
+
+MIX = """
+#pragma imcl grid(input, output)
+#pragma imcl boundary_cond(input:clamped, table:clamped)
+void blend(Image<float> input, Image<uchar> labels, Image<float> table, Image<float> output, float gain, int flag) {
+    int acc = 0;
+    float s = 0.0f, g = gain;
+    for (int i = -1; i <= 1; i++) {
+        s += fabs(input[idx + i][idy - 1]) * g;
+        acc += input[i + idx][idy + 1];
+    }
+    if (flag > 0) {
+        s = s + min(s, 0.5f);
+    }
+    s += (float)(idx % 3) + sqrt((float)labels[idx][idy]) + table[idx / 2][idy];
+    output[idx][idy] = s + acc;
+}
+"""
+
+
+def mix_reference(a: dict) -> np.ndarray:
+    """The program above in NumPy, float32 in the same order (inputs are exact in float32)."""
+    inp = np.pad(a["input"], 1, mode="edge")
+    h, w = a["input"].shape
+    gain = np.float32(a["gain"])
+    s = np.zeros((h, w), np.float32)
+    acc = np.zeros((h, w), np.int64)
+    for i in (-1, 0, 1):
+        s = s + np.abs(inp[0:h, 1 + i:1 + i + w]) * gain
+        acc = np.trunc(acc.astype(np.float32) + inp[2:h + 2, 1 + i:1 + i + w]).astype(np.int64)
+    if a["flag"] > 0:
+        s = s + np.minimum(s, np.float32(0.5))
+    x = np.arange(w)
+    table = a["table"][:, np.minimum(x // 2, w - 1)]
+    s = s + ((x % 3).astype(np.float32) + np.sqrt(a["labels"].astype(np.float32)) + table)
+    return s + acc.astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def mix_program():
+    return imagecl.compile(MIX, filename="mix.icl")
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16, 32, 64])  # 32, 64: runs of 16 side by side
+def test_lane_code_matches_numpy(mix_program, n):
+    rng = np.random.default_rng(n)
+    shape = (13, 211)  # 211: no multiple of any vector width
+    args = {"input": rng.integers(-40, 40, shape).astype(np.float32) / 4,  # quarters: exact sums
+            "labels": rng.integers(0, 256, shape, dtype=np.uint8),
+            "table": rng.integers(-8, 8, shape).astype(np.float32), "gain": 0.5, "flag": 1}
+    space = mix_program.space_for(problem_shape=shape)
+    assert 2 in space.parameter("vector_x").values
+    config = space.complete({"interior": 1, "vector_x": 2, "px_x": n, "px_y": 2, "wg_x": 1, "wg_y": 2})
+    got = mix_program(**args, config=config)["output"]
+    np.testing.assert_allclose(got, mix_reference(args), rtol=1e-6, atol=1e-5)
+    off = mix_program(**dict(args, flag=0), config=config)["output"]
+    np.testing.assert_allclose(off, mix_reference(dict(args, flag=0)), rtol=1e-6, atol=1e-5)
+
+
+def test_lane_source_has_vector_loads_gathers_and_one_call(mix_program):
+    text = mix_program.opencl_source({"interior": 1, "vector_x": 2, "px_x": 4, "wg_x": 4, "wg_y": 1})
+    lanes = text[text.index("void imcl_point_blend_lanes("):text.index("__kernel")]
+    assert "float4 s = 0.0f;" in lanes and "int4 acc = 0;" in lanes
+    assert "vload4(0, &input[" in lanes and "vload4(0, &labels[" in lanes  # contiguous along x
+    assert lanes.count("imcl_read_table(") == 4  # one boundary-handled read per lane, gathered
+    assert "acc = convert_int4(convert_float4(acc) + vload4(" in lanes  # C's int += float
+    assert "(imcl_x0 + (int4)(0, 1, 2, 3)) % 3" in lanes  # idx as a value
+    assert "if (flag > 0)" in lanes  # a branch on a parameter stays scalar
+    assert "vstore4(" in lanes and "&output[" in lanes
+    kernel = text[text.index("__kernel"):]
+    assert kernel.count("imcl_point_blend_lanes(") == 1 and "imcl_kx" not in kernel.split("if (imcl_inside)")[1] \
+        .split("else")[0]  # one call per run, no per-point loop
+    assert "% 4 == 0" not in kernel and "& 15) == 0" not in kernel  # vload/vstore need no alignment
+
+
+def test_wide_runs_are_jammed_runs_of_16(mix_program):
+    text = mix_program.opencl_source({"interior": 1, "vector_x": 2, "px_x": 64, "wg_x": 1, "wg_y": 1})
+    lanes = text[text.index("void imcl_point_blend_lanes("):text.index("__kernel")]
+    for run in (1, 2, 3):  # each run's own accumulators, next to the first run's statement
+        assert f"float16 imcl_{run}_s = 0.0f;" in lanes and f"(imcl_x0 + {16 * run})" in lanes
+    assert lanes.count("float g = gain;") == 1 and lanes.count("if (flag > 0)") == 1  # uniform: once
+    assert "imcl_x0 = imcl_gx * 64;" in text
+
+
+@pytest.mark.parametrize("source,reason", [
+    ("void f(Image<float> a, Image<float> b) { if (a[idx][idy] > 0.0f) b[idx][idy] = 1.0f; }", "condition"),
+    ("void f(Image<float> a, Image<float> b) { b[idx][idy] = a[idx][idy] > 0.0f ? 1.0f : 0.0f; }", r"\?:"),
+    ("void f(Image<float> a, Image<float> b) { float w[2]; w[0] = a[idx][idy]; b[idx][idy] = w[0]; }",
+     "written inside the body"),
+    ("void f(Image<float> a, Image<float> b) { b[idx][idy] = a[idx][idy]; b[idx][idy] += 1.0f; }", "read and written"),
+    ("void f(Image<float> a, Image<float> b) { if (idy > 3) return; b[idx][idy] = a[idx][idy]; }", "returns"),
+])
+def test_bodies_that_branch_per_lane_are_refused(source, reason):
+    prog = imagecl.compile("#pragma imcl grid(a, b)\n" + source, filename="f.icl")
+    with pytest.raises(NotVectorisable, match=reason):
+        analyse(prog.info)
+    values = prog.space_for(problem_shape=(16, 16)).parameter("vector_x").values if \
+        "vector_x" in prog.space_for(problem_shape=(16, 16)).names else []
+    assert 2 not in values
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or shutil.which("objdump") is None,
+                    reason="counts x86 instructions with objdump")
+def test_pocl_builds_the_lane_code_into_packed_instructions():
+    """The scalar fast path of a 9x9 convolution is all scalar float arithmetic in PoCL's object
+    (its work-group vectoriser gives up); the lane code is packed, one instruction per tap."""
+    source = convolution_source(4)
+    unrolled = {"unroll_convolution9_l7": 9, "unroll_convolution9_l8": 9, "wg_x": 4, "wg_y": 1, "interior": 1}
+    scalar = machine_code.pocl_instruction_mix(source, unrolled, shape=(32, 64))
+    vector = machine_code.pocl_instruction_mix(source, {**unrolled, "vector_x": 2, "px_x": 8}, shape=(32, 64))
+    assert scalar.packed == 0 and scalar.scalar >= 81
+    assert vector.packed >= 81  # 81 taps, each one packed multiply-add (or multiply and add) for 8 lanes
