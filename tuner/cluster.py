@@ -67,16 +67,19 @@ def parse_cluster(text: str) -> ClusterSpec:
     return ClusterSpec(address=text)
 
 
-def local_devices(count: int) -> list[int]:
-    """The indices of the first `count` OpenCL devices of this machine; ArgumentError when it has fewer."""
-    from ..runtime.devices import _all_devices
+def local_devices(count: int, device: Any = None) -> list[int]:
+    """The indices of `count` OpenCL devices of this machine of the kind (name and driver) of
+    `device` (select_device's default if None), the first ones; ArgumentError when it has fewer."""
+    from ..runtime.devices import _all_devices, select_device
 
-    found = len(_all_devices())
-    if count > found:
-        raise ArgumentError(f"--cluster local:{count}: this machine has {found} OpenCL device"
-                            f"{'s' if found != 1 else ''} and local:N starts one worker per device "
-                            "(PoCL offers several CPU devices with POCL_DEVICES=\"pthread pthread\")")
-    return list(range(count))
+    chosen = select_device(device)
+    kind = (chosen.name.strip(), chosen.driver_version.strip())
+    found = [i for i, d in enumerate(_all_devices()) if (d.name.strip(), d.driver_version.strip()) == kind]
+    if count > len(found):
+        raise ArgumentError(f"--cluster local:{count}: this machine has {len(found)} OpenCL device"
+                            f"{'s' if len(found) != 1 else ''} like {kind[0]} and local:N starts one worker per "
+                            "device (PoCL offers several CPU devices with POCL_DEVICES=\"pthread pthread\")")
+    return found[:count]
 
 
 @contextmanager
@@ -99,6 +102,8 @@ def open_client(spec: ClusterSpec, devices: Optional[list[int]] = None) -> Itera
             client.close()
         return
     indices = devices if devices is not None else local_devices(spec.local_workers or 0)
+    if not indices:
+        raise ClusterError("a local cluster needs at least one device")
     # a worker starts the engine's measurement and build processes: it must not be a daemon process
     # and a worker holds only the task it runs: Dask blames every task a dead worker held, and an
     # innocent configuration queued behind a deadly one must not use up its allowed failures
@@ -164,7 +169,8 @@ def _worker_measurer(setup: dict) -> Measurer:
     device = select_device(None)
     program = imagecl.compile(setup["source"], setup["filename"])
     target = ProgramTarget(program, setup["arguments"], device)
-    if (target.run.device, target.run.driver) != (setup["run"].device, setup["run"].driver):
+    same = (target.run.device, target.run.driver) == (setup["run"].device, setup["run"].driver)
+    if not same and not setup.get("any_device"):
         raise ClusterError(f"a worker's device is {target.run.device} ({target.run.driver}), the run is for "
                            f"{setup['run'].device} ({setup['run'].driver}): start every worker with "
                            f"{DEVICE_ENV} naming a device of that kind")
@@ -188,7 +194,7 @@ def measure_task(setup: dict, configs: list[dict], hook: Optional[Callable[[list
     # building ahead starts a pool of build processes: worth it for many sources, not for a few
     measurer.options.prebuild = setup["options"].prebuild and len(configs) >= PREBUILD_FROM
     summary = measurer.measure(configs)
-    return {"records": list(measurer.store.added.values()), "worker": _hostname_pid(),
+    return {"records": list(measurer.store.added.values()), "worker": _hostname_pid(), "run": measurer.run,
             "build_seconds": summary.build_seconds, "notes": list(measurer.notes)}
 
 
@@ -207,11 +213,16 @@ def retime_task(setup: dict, stored: list[Record], configs: list[dict], repeats:
 class ClusterMeasurer:
     """Measurer's interface (measure, retime, stored, settled) over a Dask cluster's device
     workers; the client writes every record to `store`. `workers`: how many device workers the
-    cluster has now (a tuner proposes that many configurations at a time)."""
+    cluster has now (a tuner proposes that many configurations at a time).
+
+    Every worker must have a device of the run's kind (name and driver: the client's `device`),
+    unless `any_device`: then each worker measures on its own device whatever it is, and its
+    records go under its own device's run (one configuration, one device: what a throughput
+    measurement of mixed devices needs; a tuning run compares times, so it never mixes)."""
 
     def __init__(self, client: Any, program, arguments: dict, store: Store, device: Any = None,
                  options: Optional[MeasureOptions] = None, chunk: Optional[int] = None,
-                 hook: Optional[Callable[[list], None]] = None) -> None:
+                 hook: Optional[Callable[[list], None]] = None, any_device: bool = False) -> None:
         from ..runtime.devices import select_device
 
         self.client = client
@@ -223,7 +234,7 @@ class ClusterMeasurer:
         self.hook = hook
         self.notes: list[str] = []
         self.measured_by: list[tuple[str, str]] = []  # (canonical configuration, worker) in arrival order
-        setup = {**self.target.worker_setup(), "run": self.run, "options": self.options}
+        setup = {**self.target.worker_setup(), "run": self.run, "options": self.options, "any_device": any_device}
         # what a worker keeps its measurer for: the target, its arguments and the options
         setup["key"] = hashlib.sha256(pickle.dumps((self.run, setup["arguments"], repr(self.options)))).hexdigest()
         self._setup = setup
@@ -307,7 +318,7 @@ class ClusterMeasurer:
                 if self.options.deadline is not None and time.time() - start > self.options.deadline:
                     summary.stopped_early = True
                 for record in result["records"]:
-                    self.store.add(self.run, record)
+                    self.store.add(result.get("run") or self.run, record)
                     self.measured_by.append((canonical_config(record.config), result["worker"]))
                     summary.measured += 1
                     summary.statuses[record.status] += 1
@@ -379,7 +390,8 @@ def open_measurer(cluster: Optional[ClusterSpec], program, arguments: dict, stor
         with Measurer(program, arguments, store, device, options) as measurer:
             yield measurer
         return
-    with open_client(cluster) as client:
+    devices = local_devices(cluster.local_workers, device) if cluster.local_workers else None
+    with open_client(cluster, devices) as client:
         yield ClusterMeasurer(client, program, arguments, store, device, options)
 
 
