@@ -169,10 +169,27 @@ def test_tuning_on_the_cluster_proposes_a_batch_per_worker(tmp_path, client, sob
     prog, args = sobel
     with Store(tmp_path / "t.db") as store:
         cluster = ClusterMeasurer(client, prog, args, store, options=MeasureOptions(prebuild=False))
-        result = run_session(cluster, SessionOptions(strategy="random", budget=8, seed=1, confirm=2,
+        asked, measure_now = [], cluster.measure
+        cluster.measure = lambda configs, progress=None: asked.append(len(configs)) or measure_now(configs, progress)
+        result = run_session(cluster, SessionOptions(strategy="random", budget=4, seed=1, confirm=2,
                                                      transfer=False))
     rows = _rows(tmp_path / "t.db")
-    assert result.best_config is not None and result.evaluations == 8
-    assert len(rows) == len({k for k, _ in rows}) == 9  # the baseline and the 8 the search measured
+    assert result.best_config is not None and result.evaluations == 4
+    assert len(rows) == len({k for k, _ in rows}) == 5  # the baseline and the 4 the search measured
+    assert asked == [1, 2, 2]  # the baseline, then the search's proposals two at a time: one per worker
     assert len(worker_counts(cluster.measured_by)) == 2
     assert result.info["confirmed"] == 2
+
+
+@pytest.mark.slow
+def test_cli_measures_and_tunes_on_a_local_cluster(tmp_path):
+    env = {"POCL_DEVICES": "pthread pthread"}
+    db = tmp_path / "m.db"
+    measured = _cli("measure", str(EXAMPLES / "sobel.icl"), "--size", "40x24", "--random", "6", "--db", str(db),
+                    "--cluster", "local:2", env=env)
+    assert measured.returncode == 0, measured.stderr
+    assert "6 measured (ok 6)" in measured.stdout and len(_rows(db)) == 6
+    tuned = _cli("tune", str(EXAMPLES / "sobel.icl"), "--size", "40x24", "--budget", "4", "--confirm", "2",
+                 "--strategy", "random", "--db", str(db), "--cluster", "local:2", "-o", str(tmp_path / "out"), env=env)
+    assert tuned.returncode == 0, tuned.stderr
+    assert "best:" in tuned.stdout and len(_rows(db)) == len({k for k, _ in _rows(db)}) >= 6
