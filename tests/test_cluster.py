@@ -34,7 +34,8 @@ def _rows(db: Path) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def client():
-    """Two workers, one per PoCL device; a task that kills its worker twice is given up."""
+    """Two workers, one per PoCL device; a task that kills its worker twice is given up (then
+    run once more: the cluster's second chance for the innocent tasks blamed with it)."""
     import dask
 
     saved = os.environ.get("POCL_DEVICES")
@@ -106,24 +107,31 @@ def test_cluster_measures_each_configuration_once_like_the_engine(tmp_path, clie
         assert len(record.times) >= 3 and record.device == alone[key].device
 
 
-def test_a_worker_killed_mid_run_loses_nothing_and_records_nothing_twice(tmp_path, client, sobel):
+@pytest.mark.parametrize("victims", [1, 2])
+def test_workers_killed_mid_run_lose_nothing_and_record_nothing_twice(tmp_path, client, sobel, victims):
+    """One worker killed: its task moves to the other. Both: the nannies restart them, and the
+    setup every worker held (the target, its images) is sent again."""
     prog, args = sobel
-    configs = prog.space_for(problem_shape=SHAPE).random(10, seed=11)
+    configs = prog.space_for(problem_shape=SHAPE).random(10, seed=11 + victims)
+    client.wait_for_workers(2, timeout=60)
     pids = client.run(os.getpid)
     killed = []
 
     def kill_one(done, total, summary):
         if not killed:  # after the first result: the other tasks are in flight or queued
-            victim = sorted(pids)[0]
-            os.kill(pids[victim], signal.SIGKILL)
-            killed.append(victim)
+            for victim in sorted(pids)[:victims]:
+                os.kill(pids[victim], signal.SIGKILL)
+                killed.append(victim)
 
     with Store(tmp_path / "k.db") as store:
         summary = ClusterMeasurer(client, prog, args, store, chunk=1).measure(configs, progress=kill_one)
     assert killed
     rows = _rows(tmp_path / "k.db")
     assert len(rows) == 10 and len({k for k, _ in rows}) == 10
-    assert {s for _, s in rows} == {"ok"} and summary.measured == 10
+    with Store(tmp_path / "k.db") as store:
+        problems = [r.error for r in store.records() if r.status != "ok"]
+    assert not problems, "\n".join(problems)
+    assert summary.measured == 10
     client.wait_for_workers(2, timeout=60)  # the nanny restarted it
 
 

@@ -13,7 +13,8 @@ the worker goes on) into a store in memory, and returns the records. Only the cl
 real store (SQLite, or the shared PostgreSQL store), keyed by configuration, so a task that Dask
 runs again (its worker died: Dask reschedules what a lost worker held) cannot record a
 configuration twice. A task that keeps killing workers is recorded as `crash` with Dask's reason
-after `distributed.scheduler.allowed-failures` retries, not retried forever.
+after `distributed.scheduler.allowed-failures` retries, and once more (Dask blames every task
+a dead worker held), not retried forever.
 """
 from __future__ import annotations
 
@@ -237,10 +238,18 @@ class ClusterMeasurer:
         setup = {**self.target.worker_setup(), "run": self.run, "options": self.options, "any_device": any_device}
         # what a worker keeps its measurer for: the target, its arguments and the options
         setup["key"] = hashlib.sha256(pickle.dumps((self.run, setup["arguments"], repr(self.options)))).hexdigest()
-        self._setup = setup
+        self._plain_setup = setup
         if self.workers == 0:
             raise ClusterError(f"the cluster has no worker with the resource '{RESOURCE}' (start each with "
                                f"--resources {RESOURCE}=1 and {DEVICE_ENV} naming its device)")
+
+    def _submit(self, function: Callable, *args: Any) -> Any:
+        """A task on one device worker, with the target's setup. The setup goes with every task,
+        not as scattered data or a task of its own: either makes the tasks depend on it, and
+        Dask then hands all of them to workers at once, so a worker's death is blamed on every
+        task it held (and scattered data dies with its workers). Large images cost their
+        transfer once per task: tasks of several configurations keep that small."""
+        return self.client.submit(function, self._plain_setup, *args, resources={RESOURCE: 1}, pure=False)
 
     @property
     def workers(self) -> int:
@@ -304,16 +313,25 @@ class ClusterMeasurer:
         start = time.time()
         tasks = self._tasks(configs, summary)
         todo = sum(len(t) for t in tasks)
-        futures = {self.client.submit(measure_task, self._setup, task, self.hook, resources={RESOURCE: 1},
-                                      pure=False): task for task in tasks}
+        futures = {self._submit(measure_task, task, self.hook): task for task in tasks}
+        retried: set[int] = set()
+        pending = as_completed(list(futures))
         try:
-            for future in as_completed(futures):
+            for future in pending:
                 task = futures[future]
                 try:
                     result = future.result()
                 except Exception as exc:  # noqa: BLE001 - a task's failure is its configurations' record
                     if isinstance(exc, ClusterError):
                         raise
+                    if _killed_worker(exc) and id(task) not in retried:
+                        # Dask blames every task a dead worker held, the innocent ones queued
+                        # behind the deadly one too: each gets a second run before it is recorded
+                        retried.add(id(task))
+                        again = self._submit(measure_task, task, self.hook)
+                        futures[again] = task
+                        pending.add(again)
+                        continue
                     result = {"records": [_failed(config, exc) for config in task], "worker": None}
                 if self.options.deadline is not None and time.time() - start > self.options.deadline:
                     summary.stopped_early = True
@@ -345,9 +363,7 @@ class ClusterMeasurer:
         """`Measurer.retime` on one worker (contenders compared on one device, in turns)."""
         stored = self.stored()
         keys = {canonical_config(self.space.complete(c)) for c in configs}
-        future = self.client.submit(retime_task, self._setup, [stored[k] for k in keys if k in stored], configs,
-                                    repeats, rounds, resources={RESOURCE: 1}, pure=False)
-        result = future.result()
+        result = self._submit(retime_task, [stored[k] for k in keys if k in stored], configs, repeats, rounds).result()
         updated = {}
         for record in result["records"]:
             key = canonical_config(record.config)
@@ -368,6 +384,12 @@ def _failed(config: dict, exc: BaseException) -> Record:
                       f"again; Dask gave up after its allowed failures ({exc})"[:4000])
     return Record(dict(config), "error", None, error=f"the cluster could not measure it: "
                   f"{type(exc).__name__}: {exc}"[:4000])
+
+
+def _killed_worker(exc: BaseException) -> bool:
+    from distributed import KilledWorker
+
+    return isinstance(exc, KilledWorker)
 
 
 def _takes_n_workers(client: Any) -> bool:
