@@ -106,9 +106,7 @@ def open_client(spec: ClusterSpec, devices: Optional[list[int]] = None) -> Itera
     if not indices:
         raise ClusterError("a local cluster needs at least one device")
     # a worker starts the engine's measurement and build processes: it must not be a daemon process
-    # and a worker holds only the task it runs: Dask blames every task a dead worker held, and an
-    # innocent configuration queued behind a deadly one must not use up its allowed failures
-    dask.config.set({"distributed.worker.daemon": False, "distributed.scheduler.worker-saturation": 1.0})
+    dask.config.set({"distributed.worker.daemon": False})
     workers = {f"device-{i}": {"cls": Nanny, "options": {
         "nthreads": 1, "resources": {RESOURCE: 1}, "env": {DEVICE_ENV: str(i)}, "silence_logs": logging.ERROR}}
         for i in indices}
@@ -313,12 +311,26 @@ class ClusterMeasurer:
         start = time.time()
         tasks = self._tasks(configs, summary)
         todo = sum(len(t) for t in tasks)
-        futures = {self._submit(measure_task, task, self.hook): task for task in tasks}
+        # as many tasks in flight as there are workers, the next sent as one finishes: Dask hands
+        # resource-bound tasks to workers ahead of time and blames every task a dead worker held,
+        # so a queue on the workers would make innocent tasks share a deadly one's fate
+        queue = list(tasks)
+        futures: dict[Any, list[dict]] = {}
+        pending = as_completed()
+
+        def send(task: list[dict]) -> None:
+            future = self._submit(measure_task, task, self.hook)
+            futures[future] = task
+            pending.add(future)
+
+        for _ in range(min(len(queue), max(1, self.workers))):
+            send(queue.pop(0))
         retried: set[int] = set()
-        pending = as_completed(list(futures))
         try:
             for future in pending:
                 task = futures[future]
+                if queue:
+                    send(queue.pop(0))
                 try:
                     result = future.result()
                 except Exception as exc:  # noqa: BLE001 - a task's failure is its configurations' record
@@ -328,9 +340,7 @@ class ClusterMeasurer:
                         # Dask blames every task a dead worker held, the innocent ones queued
                         # behind the deadly one too: each gets a second run before it is recorded
                         retried.add(id(task))
-                        again = self._submit(measure_task, task, self.hook)
-                        futures[again] = task
-                        pending.add(again)
+                        send(task)
                         continue
                     result = {"records": [_failed(config, exc) for config in task], "worker": None}
                 if self.options.deadline is not None and time.time() - start > self.options.deadline:
