@@ -4,6 +4,9 @@ two device workers, and a short tuning run whose measurements are spread over th
     python3 benchmarks/cluster_throughput.py --devices nvidia,cpu --out $OUT/cluster.json   # one GPU host
     python3 benchmarks/cluster_throughput.py --devices nvidia,nvidia --out $OUT/cluster.json  # two GPUs
 
+About 6 minutes there: three throughput runs of at most --seconds (75) each, plus cluster starts,
+and a 30-measurement tuning run.
+
 `--devices` names the workers' devices (imagecl device names or indices; a name already taken
 picks the next device that matches it). The same random sample of the paper's convolution space
 (examples/convolution9.icl, 9x9 filter, --size) is measured by each device alone, then by all
@@ -66,14 +69,15 @@ def device_indices(specs: list[str]) -> list[int]:
 
 
 def measure_run(label: str, indices: list[int], prog, inputs: dict, configs: list[dict], timeout: float,
-                scratch: Path) -> dict:
-    """Measure `configs` cold on workers pinned to `indices`; configurations/s and who did what."""
+                scratch: Path, seconds: float) -> dict:
+    """Measure `configs` cold on workers pinned to `indices` (stopping after `seconds`: a slow
+    device's rate needs no full run); configurations/s and who did what."""
     os.environ["IMAGECL_CACHE"] = tempfile.mkdtemp(prefix=f"cache-{label}-", dir=scratch)  # the workers inherit it
     with open_client(ClusterSpec(local_workers=len(indices)), indices) as client:
         ready = time.time()
         with Store(scratch / f"{label}.db") as store:
             cluster = ClusterMeasurer(client, prog, inputs, store, device=indices[0], any_device=True,
-                                      options=MeasureOptions(timeout=timeout))
+                                      options=MeasureOptions(timeout=timeout, deadline=seconds))
             summary = cluster.measure(configs)
             seconds = time.time() - ready
             devices = {}
@@ -115,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--devices", default="0,1", help="the workers' devices, e.g. nvidia,cpu or nvidia,nvidia")
     parser.add_argument("--size", type=int, default=4096, help="image width and height (default 4096)")
     parser.add_argument("--configs", type=int, default=300, help="random valid configurations measured per run")
-    parser.add_argument("--budget", type=int, default=40, help="the tuning run's budget")
+    parser.add_argument("--budget", type=int, default=30, help="the tuning run's budget")
+    parser.add_argument("--seconds", type=float, default=75.0,
+                        help="each throughput run stops after this long (default 75; its rate is what it measured)")
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="the JSON report")
@@ -130,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="cluster-throughput-"))
     started = time.time()
     runs = [measure_run(f"{_all_devices()[i].name.strip()[:16]}#{i} alone", [i], prog, inputs, configs, args.timeout,
-                        scratch) for i in indices]
+                        scratch, args.seconds) for i in indices]
     if len(indices) > 1:
-        runs.append(measure_run("all together", indices, prog, inputs, configs, args.timeout, scratch))
+        runs.append(measure_run("all together", indices, prog, inputs, configs, args.timeout, scratch, args.seconds))
     report = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "program": "convolution9.icl",
               "size": args.size, "configs": len(configs), "devices": args.devices, "runs": runs}
     if len(indices) > 1:
