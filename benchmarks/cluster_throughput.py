@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import imagecl  # noqa: E402
 from imagecl.runtime.devices import _all_devices, select_device  # noqa: E402
