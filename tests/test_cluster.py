@@ -201,3 +201,14 @@ def test_cli_measures_and_tunes_on_a_local_cluster(tmp_path):
                  "--strategy", "random", "--db", str(db), "--cluster", "local:2", "-o", str(tmp_path / "out"), env=env)
     assert tuned.returncode == 0, tuned.stderr
     assert "best:" in tuned.stdout and len(_rows(db)) == len({k for k, _ in _rows(db)}) >= 6
+
+
+def test_the_cluster_writes_each_configuration_once_to_either_store(client, sobel, store_address):
+    prog, args = sobel
+    configs = prog.space_for(problem_shape=SHAPE).random(4, seed=21)
+    with Store(store_address) as store:
+        cluster = ClusterMeasurer(client, prog, args, store, chunk=1)
+        cluster.measure(configs + configs[:2])
+        cluster.measure(configs)  # a second run: everything already stored
+        keys = [canonical_config(r.config) for r in store.records()]
+    assert len(keys) == len(set(keys)) == 4
