@@ -67,6 +67,14 @@ def _search_options(parser: argparse.ArgumentParser, db_help: str, others: str) 
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="where to write the tuned kernel")
 
 
+def _cluster_option(parser: argparse.ArgumentParser) -> None:
+    from .tuner.cluster import cluster_option
+
+    parser.add_argument("--cluster", type=cluster_option, metavar="ADDRESS",
+                        help="measure on a Dask cluster: a scheduler's tcp://HOST:PORT, or local:N for N workers on "
+                             "this machine's OpenCL devices (one worker per device; docs/cluster.md)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="imagecl", description="Compile and run ImageCL (.icl) image filters on OpenCL devices.")
     parser.add_argument("--version", action="version", version=f"imagecl {__version__}")
@@ -120,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     meas.add_argument("--seed", type=int, default=0, help="seed for --random and for the random inputs")
     meas.add_argument("--db", required=True, help="results database: a file (created if missing) or "
                       "postgresql://USER@HOST:PORT/DBNAME")
+    _cluster_option(meas)
     meas.add_argument("--timeout", type=_seconds, default=60.0,
                       help="seconds per configuration before the watchdog (default 60); timeouts stored with a "
                            "smaller limit are measured again")
@@ -141,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--size", required=True, help="problem size WxH[xD]")
     tune.add_argument("--device", help="device index or name fragment")
     tune.add_argument("--budget", type=int, default=200, help="most configurations to measure (default 200)")
+    _cluster_option(tune)
     tune.add_argument("--strategy", default="hybrid",
                       help="hybrid (default: spread sample + model-guided local search), ml, random, annealing, "
                            "pso or exhaustive")
@@ -402,7 +412,8 @@ def _synthetic_inputs(program, shape, args) -> dict:
 
 def _measure(args) -> int:
     from .progress import Progress
-    from .tuner.engine import MeasureOptions, measure
+    from .tuner.cluster import open_measurer
+    from .tuner.engine import MeasureOptions
     from .tuner.store import Store
 
     program = _load(args.file)
@@ -426,9 +437,9 @@ def _measure(args) -> int:
             raise ArgumentError(f"{args.configs}: expected a JSON list of configurations (objects)")
     db = _store_at(args.db)
     _check_db(db, _input_files(args.assignments, args.file, args.configs))
-    with Store(db) as store:
-        summary = measure(program, arguments, configs, store, device=args.device,
-                          options=MeasureOptions(timeout=args.timeout), progress=Progress("measuring"))
+    with Store(db) as store, open_measurer(args.cluster, program, arguments, store, args.device,
+                                           MeasureOptions(timeout=args.timeout)) as measurer:
+        summary = measurer.measure(configs, progress=Progress("measuring"))
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
     print(summary.describe())
@@ -448,7 +459,8 @@ def _tune(args) -> int:
     from .export import export_tuned, tuned_file_names
     from .progress import Progress
     from .runtime.devices import select_device
-    from .tuner.engine import MeasureOptions, Measurer, Summary
+    from .tuner.cluster import open_measurer
+    from .tuner.engine import MeasureOptions, Summary
     from .tuner.knowledge.fewshot import with_knowledge
     from .tuner.knowledge.sources import check_sources
     from .tuner.live import store_messages
@@ -516,8 +528,8 @@ def _tune(args) -> int:
     options = SessionOptions(strategy=strategy, budget=args.budget, seed=args.seed, confirm=args.confirm,
                              transfer=not args.no_transfer, on_measure=[on_measure], confirm_progress=confirm_progress,
                              on_store=on_store, knowledge=None if args.no_knowledge else knowledge)
-    with Store(db) as store, Measurer(program, arguments, store, device,
-                                      MeasureOptions(timeout=args.timeout, prebuild=False)) as measurer:
+    with Store(db) as store, open_measurer(args.cluster, program, arguments, store, device,
+                                           MeasureOptions(timeout=args.timeout, prebuild=False)) as measurer:
         session = run_session(measurer, options)
         for note in measurer.notes:
             print(f"note: {note}", file=sys.stderr)

@@ -47,6 +47,29 @@ class LiveProblem(Problem):
             self.on_measure(full, time)
         return time
 
+    def evaluate_many(self, configs: Sequence[Mapping[str, int]]) -> list[Optional[float]]:
+        """A batch measured in one call: in parallel where the measurer has several workers."""
+        fulls = []
+        for config in configs:
+            try:
+                fulls.append(self.space.complete(config))
+            except ConfigError:
+                fulls.append(None)
+        todo = [f for f in fulls if f is not None and canonical_config(f) not in self.known]
+        if todo:
+            self.measurer.measure(todo)
+            stored = self.measurer.stored()
+            self.known.update({canonical_config(f): stored[canonical_config(f)].time
+                               for f in todo if canonical_config(f) in stored})
+        times = []
+        for full in fulls:
+            self.evaluations += 1
+            time = None if full is None else self.known.get(canonical_config(full))
+            if full is not None and self.on_measure is not None:
+                self.on_measure(full, time)
+            times.append(time)
+        return times
+
 
 def confirm_best(measurer: Measurer, history: Sequence[tuple[Mapping[str, int], Optional[float]]],
                  top: int = 4, repeats: int = 15, rounds: int = 5,

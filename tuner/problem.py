@@ -184,6 +184,11 @@ class Problem:
         """Seconds, or None when the configuration fails (build error, launch error, wrong output)."""
         raise NotImplementedError
 
+    def evaluate_many(self, configs: Sequence[Mapping[str, Any]]) -> list[Optional[float]]:
+        """Several configurations' times, in order: a batch of proposals (Session.batch); a
+        problem that can measure them in parallel (a cluster) overrides this."""
+        return [self.evaluate(config) for config in configs]
+
     def optimum(self) -> Optional[float]:
         """The best time in the space, when it is known (replays); None otherwise."""
         return None

@@ -126,6 +126,11 @@ class _SessionProblem(LiveProblem):
             raise BudgetExhausted
         return super().evaluate(config)
 
+    def evaluate_many(self, configs):
+        if time.time() > self.deadline:
+            raise BudgetExhausted
+        return super().evaluate_many(configs)
+
 
 def run_session(measurer: Measurer, options: SessionOptions) -> SessionResult:
     """Tune the target of `measurer` (its space, store and device) as `options` say."""
@@ -171,6 +176,7 @@ def run_session(measurer: Measurer, options: SessionOptions) -> SessionResult:
                               on_measure=lambda config, seconds: emit(config, seconds, "search"))
     if options.seconds is not None:
         problem.deadline = time.time() + options.seconds
+    problem.batch = getattr(measurer, "workers", 1)  # a cluster's workers each measure one of a batch
     outcome = fn(problem, budget, np.random.default_rng(options.seed), **taken.options, **given)
     history = [(dict(c), t) for c, t in outcome.history]
     info = {**outcome.info, **taken.info, **info}

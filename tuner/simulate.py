@@ -121,9 +121,10 @@ def _labelled(problem: Problem, config: Optional[Mapping[str, int]]) -> Optional
 def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: Union[str, Strategy] = DEFAULT_STRATEGY,
              max_evals: Optional[int] = None, repeats: int = 10, seed: int = 0,
              options: Optional[Mapping[str, Any]] = None,
-             progress: Optional[Callable[[int, int, Any], None]] = None) -> dict[str, Any]:
+             progress: Optional[Callable[[int, int, Any], None]] = None, batch: int = 1) -> dict[str, Any]:
     """Run `strategy` `repeats` times with at most `max_evals` measurements each; `progress` is
-    called with (runs done, repeats, None) after each.
+    called with (runs done, repeats, None) after each. `batch`: configurations proposed at a
+    time, as a tuning run on a cluster of that many workers does (Session.measure).
 
     `problem_factory` makes a fresh problem per run (a Problem instance is reused). Run r uses
     the random stream SeedSequence([seed, r]), so a run can be reproduced on its own.
@@ -151,10 +152,13 @@ def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: U
         raise SimulationError(f"max_evals must be a positive integer, got {max_evals!r}")
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise SimulationError(f"repeats must be a positive integer, got {repeats!r}")
+    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise SimulationError(f"batch must be a positive integer, got {batch!r}")
     optimum = first.optimum()
     runs = []
     for r in range(repeats):
         problem = first if r == 0 else factory()
+        problem.batch = int(batch)
         before = getattr(problem, "evaluations", None)
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), r]))
         try:
@@ -174,7 +178,7 @@ def simulate(problem_factory: Union[Callable[[], Problem], Problem], strategy: U
         runs.append(run)
         if progress is not None:
             progress(r + 1, repeats, None)
-    report = {"strategy": name, "max_evals": int(max_evals), "seed": int(seed), "options": options,
+    report = {"strategy": name, "max_evals": int(max_evals), "seed": int(seed), "options": options, "batch": int(batch),
               "space_size": space, "valid": _valid_count(first), "optimum": optimum, "repeats": runs,
               **summarise(runs, optimum, space)}
     if seeds is not None:  # how many distinct valid configurations the seeds gave, measured first
@@ -246,6 +250,8 @@ def build_parser(prog: str = "imagecl simulate") -> argparse.ArgumentParser:
     p.add_argument("--seeds-per-file", type=int, default=3, metavar="N",
                    help="configurations taken from each --seeds-from file: its N fastest that differ from each "
                         "other in at least 2 parameters (default: 3)")
+    p.add_argument("--batch", type=int, default=1, metavar="B",
+                   help="configurations proposed at a time, as when tuning on a cluster of B workers (default: 1)")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     return p
 
@@ -282,7 +288,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "imagecl simulate") -
     from ..progress import Progress
 
     report = simulate(problem, name, args.max_evals, args.repeats, args.seed, options,
-                      progress=Progress(f"simulating {name}", unit="run"))
+                      progress=Progress(f"simulating {name}", unit="run"), batch=args.batch)
     report["cache"] = str(args.cache)
     if args.seeds_from:
         report["seeds_from"] = [str(p) for p in args.seeds_from]

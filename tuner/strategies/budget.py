@@ -24,6 +24,9 @@ class Result:
                 "history": [{"config": c, "time": t} for c, t in self.history], "info": self.info}
 
 
+_DROPPED = object()  # a pending proposal the deadline stopped before it was measured
+
+
 class BudgetExhausted(Exception):
     """Raised by Session.measure when the budget is spent: strategies stop on it."""
 
@@ -40,6 +43,9 @@ class Session:
         self.history: list[tuple[Config, Optional[float]]] = []
         self.best_key: Optional[Key] = None
         self.best_time: Optional[float] = None
+        # configurations proposed at a time: the problem's `batch` (a cluster's worker count)
+        self.batch = max(1, int(getattr(problem, "batch", 1) or 1))
+        self.pending: dict[Key, int] = {}  # proposed, not yet measured: key -> its place in history
 
     @property
     def evaluations(self) -> int:
@@ -57,22 +63,63 @@ class Session:
         return self.problem.index(np.array(list(self.times), dtype=np.int64))
 
     def measure(self, row: Iterable[int]) -> Optional[float]:
+        """The configuration's time (None: it failed). With a `batch` of B > 1, a proposal is
+        held until B are, then all are measured at once (Problem.evaluate_many, in parallel on
+        a cluster); meanwhile the strategy is told a lie (constant liar): the slowest time
+        measured so far, so that it moves on to other configurations rather than waiting, and
+        a model fit in between ranks the pending ones as slow (the batch spreads out)."""
         key = tuple(int(v) for v in row)
         if key in self.times:
             return self.times[key]
         if self.remaining <= 0:
             raise BudgetExhausted
         config = self.problem.config(key)
-        time = self.problem.evaluate(config)
+        if self.batch <= 1:
+            self._record(key, config, self.problem.evaluate(config), len(self.history))
+            return self.times[key]
+        real = [t for k, t in self.times.items() if t is not None and k not in self.pending]
+        self.pending[key] = len(self.history)
+        self.times[key] = max(real) if real else None
+        self.history.append((config, self.times[key]))
+        if len(self.pending) >= self.batch:
+            self.flush()
+        return self.times[key]
+
+    def flush(self) -> None:
+        """Measure the pending proposals (see `measure`); those a deadline stopped are dropped."""
+        if not self.pending:
+            return
+        keys = list(self.pending)
+        places = [self.pending[k] for k in keys]
+        try:
+            times = self.problem.evaluate_many([self.history[i][0] for i in places])
+        except BudgetExhausted:
+            times = [_DROPPED] * len(keys)
+        self.pending.clear()
+        for key, place, time in zip(keys, places, times):
+            self._record(key, self.history[place][0], time, place)
+        dropped = {i for i, t in zip(places, times) if t is _DROPPED}
+        if dropped:
+            self.history = [h for i, h in enumerate(self.history) if i not in dropped]
+            for key, t in zip(keys, times):
+                if t is _DROPPED:
+                    del self.times[key]
+
+    def _record(self, key: Key, config: Config, time: Optional[float], place: int) -> None:
+        if time is _DROPPED:
+            return
         if time is not None and not (math.isfinite(time) and time > 0):
             time = None  # a zero, negative or NaN time is a broken measurement, not a fast one
         self.times[key] = time
-        self.history.append((config, time))
+        if place < len(self.history):
+            self.history[place] = (config, time)
+        else:
+            self.history.append((config, time))
         if time is not None and (self.best_time is None or time < self.best_time):
             self.best_key, self.best_time = key, time
-        return time
 
     def result(self, **info: Any) -> Result:
+        self.flush()
         best = self.problem.config(self.best_key) if self.best_key is not None else None
         return Result(best, self.best_time, self.evaluations, list(self.history), dict(info))
 

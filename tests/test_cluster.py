@@ -1,0 +1,214 @@
+"""Measurement and tuning on a Dask cluster (tuner/cluster.py): a local cluster of two PoCL devices."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import imagecl
+from imagecl.errors import ArgumentError
+from imagecl.tuner.cluster import ClusterMeasurer, ClusterSpec, open_client, parse_cluster, worker_counts
+from imagecl.tuner.engine import MeasureOptions, measure
+from imagecl.tuner.session import SessionOptions, run_session
+from imagecl.tuner.store import Store, canonical_config
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SHAPE = (24, 40)
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "imagecl", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+def _rows(db: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT config_key, status FROM measurements").fetchall()
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two workers, one per PoCL device; a task that kills its worker twice is given up (then
+    run once more: the cluster's second chance for the innocent tasks blamed with it)."""
+    import dask
+
+    saved = os.environ.get("POCL_DEVICES")
+    os.environ["POCL_DEVICES"] = "pthread pthread"  # the workers' processes list two devices
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with open_client(ClusterSpec(local_workers=2), devices=[0, 1]) as client:
+            yield client
+    if saved is None:
+        os.environ.pop("POCL_DEVICES", None)
+    else:
+        os.environ["POCL_DEVICES"] = saved
+
+
+@pytest.fixture(scope="module")
+def sobel():
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    return prog, {"input": np.random.default_rng(0).random(SHAPE, dtype=np.float32)}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("local:2", ClusterSpec(local_workers=2)),
+    ("tcp://10.0.0.5:8786", ClusterSpec(address="tcp://10.0.0.5:8786")),
+    (" tls://gpu-host.example:9000 ", ClusterSpec(address="tls://gpu-host.example:9000")),
+])
+def test_cluster_addresses(text, expected):
+    assert parse_cluster(text) == expected
+
+
+@pytest.mark.parametrize("text, says", [
+    ("local:0", "positive number"), ("local:x", "positive number"), ("local:", "positive number"),
+    ("10.0.0.5:8786", "tcp://HOST:PORT"), ("tcp://host", "tcp://HOST:PORT"), ("tcp://host:99999", "tcp://HOST:PORT"),
+    ("http://host:8786", "tcp://HOST:PORT"), ("tcp://a;b:1", "tcp://HOST:PORT"),
+])
+def test_bad_cluster_values_are_refused_with_what_is_expected(text, says):
+    with pytest.raises(ArgumentError, match=says.replace("/", ".").replace(":", ".")):
+        parse_cluster(text)
+
+
+def test_cli_refuses_a_bad_cluster_and_more_workers_than_devices(tmp_path):
+    bad = _cli("measure", str(EXAMPLES / "sobel.icl"), "--size", "40x24", "--random", "2", "--db",
+               str(tmp_path / "r.db"), "--cluster", "tcp://nowhere")
+    assert bad.returncode == 1 and "tcp://HOST:PORT" in bad.stderr and "Traceback" not in bad.stderr
+    many = _cli("measure", str(EXAMPLES / "sobel.icl"), "--size", "40x24", "--random", "2", "--db",
+                str(tmp_path / "r.db"), "--cluster", "local:5", env={"POCL_DEVICES": "pthread pthread"})
+    assert many.returncode == 1 and "has 2 OpenCL devices like" in many.stderr, many.stderr
+    assert not (tmp_path / "r.db").exists() or not _rows(tmp_path / "r.db")
+
+
+def test_cluster_measures_each_configuration_once_like_the_engine(tmp_path, client, sobel):
+    prog, args = sobel
+    configs = prog.space_for(problem_shape=SHAPE).random(8, seed=3)
+    configs.append(dict(configs[0]))  # given twice: measured and stored once
+    with Store(tmp_path / "c.db") as store:
+        cluster = ClusterMeasurer(client, prog, args, store, chunk=2)
+        summary = cluster.measure(configs)
+        again = cluster.measure(configs)
+    assert summary.measured == 8 and summary.skipped == 1 and again.measured == 0 and again.skipped == 9
+    rows = _rows(tmp_path / "c.db")
+    assert len(rows) == 8 and len({k for k, _ in rows}) == 8
+    assert len(worker_counts(cluster.measured_by)) == 2  # both workers measured some
+    with Store(tmp_path / "one.db") as store:
+        measure(prog, args, configs, store)
+        alone = {canonical_config(r.config): r for r in store.records()}
+    with Store(tmp_path / "c.db") as store:
+        spread = {canonical_config(r.config): r for r in store.records()}
+    assert spread.keys() == alone.keys()
+    for key, record in spread.items():
+        assert (record.status, record.verified) == (alone[key].status, alone[key].verified) == ("ok", True)
+        assert len(record.times) >= 3 and record.device == alone[key].device
+
+
+@pytest.mark.parametrize("victims", [1, 2])
+def test_workers_killed_mid_run_lose_nothing_and_record_nothing_twice(tmp_path, client, sobel, victims):
+    """One worker killed: its task moves to the other. Both: the nannies restart them, and the
+    setup every worker held (the target, its images) is sent again."""
+    prog, args = sobel
+    configs = prog.space_for(problem_shape=SHAPE).random(10, seed=11 + victims)
+    client.wait_for_workers(2, timeout=60)
+    pids = client.run(os.getpid)
+    killed = []
+
+    def kill_one(done, total, summary):
+        if not killed:  # after the first result: the other tasks are in flight or queued
+            for victim in sorted(pids)[:victims]:
+                os.kill(pids[victim], signal.SIGKILL)
+                killed.append(victim)
+
+    with Store(tmp_path / "k.db") as store:
+        summary = ClusterMeasurer(client, prog, args, store, chunk=1).measure(configs, progress=kill_one)
+    assert killed
+    rows = _rows(tmp_path / "k.db")
+    assert len(rows) == 10 and len({k for k, _ in rows}) == 10
+    with Store(tmp_path / "k.db") as store:
+        problems = [r.error for r in store.records() if r.status != "ok"]
+    assert not problems, "\n".join(problems)
+    assert summary.measured == 10
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted it
+
+
+def test_a_hanging_configuration_times_out_on_its_worker_and_the_run_goes_on(tmp_path, client):
+    from test_measure import HANG
+
+    prog = imagecl.compile(HANG, "spin.icl")
+    args = {"a": np.arange(12, dtype=np.int32).reshape(3, 4)}
+    with Store(tmp_path / "h.db") as store:
+        cluster = ClusterMeasurer(client, prog, args, store, options=MeasureOptions(timeout=4))
+        summary = cluster.measure([{"SPIN": 1}, {"SPIN": 0}])
+        records = {r.config["SPIN"]: r for r in store.records()}
+    assert records[1].status == "timeout" and records[1].limit == 4 and "killed" in records[1].error
+    assert records[0].status == "ok" and summary.statuses == {"timeout": 1, "ok": 1}
+
+
+def test_a_configuration_that_keeps_killing_workers_is_recorded_as_failed(tmp_path, client, sobel):
+    prog, args = sobel
+    space = prog.space_for(problem_shape=SHAPE)
+    configs = space.random(3, seed=5)
+    deadly = canonical_config(space.complete(configs[0]))
+
+    def die_on(todo):  # runs on the worker: a driver that takes the process down with it
+        import os as _os
+        import signal as _signal
+
+        from imagecl.tuner.store import canonical_config as key
+
+        if any(key(c) == deadly for c in todo):
+            _os.kill(_os.getpid(), _signal.SIGKILL)
+
+    with Store(tmp_path / "d.db") as store:
+        summary = ClusterMeasurer(client, prog, args, store, chunk=1, hook=die_on).measure(configs)
+        records = {canonical_config(r.config): r for r in store.records()}
+    assert len(records) == 3 and len(_rows(tmp_path / "d.db")) == 3
+    assert records[deadly].status == "crash" and "allowed failures" in records[deadly].error
+    assert all(r.status == "ok" for k, r in records.items() if k != deadly)
+    assert summary.statuses == {"crash": 1, "ok": 2}
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_tuning_on_the_cluster_proposes_a_batch_per_worker(tmp_path, client, sobel):
+    prog, args = sobel
+    with Store(tmp_path / "t.db") as store:
+        cluster = ClusterMeasurer(client, prog, args, store, options=MeasureOptions(prebuild=False))
+        asked, measure_now = [], cluster.measure
+        cluster.measure = lambda configs, progress=None: asked.append(len(configs)) or measure_now(configs, progress)
+        result = run_session(cluster, SessionOptions(strategy="random", budget=4, seed=1, confirm=2,
+                                                     transfer=False))
+    rows = _rows(tmp_path / "t.db")
+    assert result.best_config is not None and result.evaluations == 4
+    assert len(rows) == len({k for k, _ in rows}) == 5  # the baseline and the 4 the search measured
+    assert asked == [1, 2, 2]  # the baseline, then the search's proposals two at a time: one per worker
+    assert len(worker_counts(cluster.measured_by)) == 2
+    assert result.info["confirmed"] == 2
+
+
+@pytest.mark.slow
+def test_cli_measures_and_tunes_on_a_local_cluster(tmp_path):
+    env = {"POCL_DEVICES": "pthread pthread"}
+    db = tmp_path / "m.db"
+    measured = _cli("measure", str(EXAMPLES / "sobel.icl"), "--size", "40x24", "--random", "6", "--db", str(db),
+                    "--cluster", "local:2", env=env)
+    assert measured.returncode == 0, measured.stderr
+    assert "6 measured (ok 6)" in measured.stdout and len(_rows(db)) == 6
+    tuned = _cli("tune", str(EXAMPLES / "sobel.icl"), "--size", "40x24", "--budget", "4", "--confirm", "2",
+                 "--strategy", "random", "--db", str(db), "--cluster", "local:2", "-o", str(tmp_path / "out"), env=env)
+    assert tuned.returncode == 0, tuned.stderr
+    assert "best:" in tuned.stdout and len(_rows(db)) == len({k for k, _ in _rows(db)}) >= 6
+
+
+def test_the_cluster_writes_each_configuration_once_to_either_store(client, sobel, store_address):
+    prog, args = sobel
+    configs = prog.space_for(problem_shape=SHAPE).random(4, seed=21)
+    with Store(store_address) as store:
+        cluster = ClusterMeasurer(client, prog, args, store, chunk=1)
+        cluster.measure(configs + configs[:2])
+        cluster.measure(configs)  # a second run: everything already stored
+        keys = [canonical_config(r.config) for r in store.records()]
+    assert len(keys) == len(set(keys)) == 4

@@ -1,0 +1,437 @@
+"""Measurement and tuning on a Dask cluster: one worker per OpenCL device, results into one store.
+
+`--cluster ADDRESS` (a running scheduler, `tcp://host:port`) or `--cluster local:N` (a local
+cluster of N worker processes, one per OpenCL device of this machine). Every Dask worker is
+pinned to one device for its life: its `IMAGECL_DEVICE` (set per worker by `local:N`, by the
+user for `dask worker`) selects it, and it offers the resource `opencl=1`, which every task asks
+for, so a worker runs one measurement at a time and only device workers get them.
+
+A task is a few configurations that share OpenCL sources; the worker measures them with the
+ordinary engine (engine.Measurer: builds on the worker, where the device is, in parallel
+processes; launches in a watchdogged subprocess, so a hanging kernel is a `timeout` record and
+the worker goes on) into a store in memory, and returns the records. Only the client writes the
+real store (SQLite, or the shared PostgreSQL store), keyed by configuration, so a task that Dask
+runs again (its worker died: Dask reschedules what a lost worker held) cannot record a
+configuration twice. A task that keeps killing workers is recorded as `crash` with Dask's reason
+after `distributed.scheduler.allowed-failures` retries, and once more (Dask blames every task
+a dead worker held), not retried forever.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import pickle
+import re
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
+
+from ..errors import ArgumentError, ConfigError, ImageCLError
+from .engine import MeasureOptions, Measurer, Summary
+from .store import Record, RunKey, Store, canonical_config, settled
+from .target import ProgramTarget
+
+RESOURCE = "opencl"  # every device worker offers one; every task takes one
+DEVICE_ENV = "IMAGECL_DEVICE"  # the worker's device (runtime/devices.select_device reads it)
+PREBUILD_FROM = 8  # a task of this many configurations builds its sources ahead, in parallel
+_ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$")
+
+
+class ClusterError(ImageCLError):
+    """The cluster cannot do what was asked (no device workers, a worker on another device)."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    address: Optional[str] = None  # a running scheduler's
+    local_workers: Optional[int] = None  # start a local cluster of this many device workers
+
+    def describe(self) -> str:
+        return self.address if self.address else f"a local cluster of {self.local_workers} workers"
+
+
+def parse_cluster(text: str) -> ClusterSpec:
+    """`local:N` or a scheduler address `tcp://host:port` (or tls://); ArgumentError otherwise."""
+    text = str(text).strip()
+    if text.startswith("local:"):
+        count = text[len("local:"):]
+        if not count.isdigit() or int(count) < 1:
+            raise ArgumentError(f"--cluster {text}: local:N needs a positive number of workers, e.g. local:2")
+        return ClusterSpec(local_workers=int(count))
+    match = _ADDRESS.match(text)
+    if match is None or not 0 < int(match.group(3)) < 65536:
+        raise ArgumentError(f"--cluster {text!r}: expected a Dask scheduler address tcp://HOST:PORT "
+                            "(e.g. tcp://10.0.0.5:8786) or local:N (N workers on this machine's OpenCL devices)")
+    return ClusterSpec(address=text)
+
+
+def local_devices(count: int, device: Any = None) -> list[int]:
+    """The indices of `count` OpenCL devices of this machine of the kind (name and driver) of
+    `device` (select_device's default if None), the first ones; ArgumentError when it has fewer."""
+    from ..runtime.devices import _all_devices, select_device
+
+    chosen = select_device(device)
+    kind = (chosen.name.strip(), chosen.driver_version.strip())
+    found = [i for i, d in enumerate(_all_devices()) if (d.name.strip(), d.driver_version.strip()) == kind]
+    if count > len(found):
+        raise ArgumentError(f"--cluster local:{count}: this machine has {len(found)} OpenCL device"
+                            f"{'s' if len(found) != 1 else ''} like {kind[0]} and local:N starts one worker per "
+                            "device (PoCL offers several CPU devices with POCL_DEVICES=\"pthread pthread\")")
+    return found[:count]
+
+
+@contextmanager
+def open_client(spec: ClusterSpec, devices: Optional[list[int]] = None) -> Iterator[Any]:
+    """A Dask client of the cluster `spec` names (a local one is started here and stopped after);
+    `devices`: the local workers' device indices (default: the first local_workers devices)."""
+    import logging
+
+    import dask
+    from distributed import Client, Nanny, Scheduler, SpecCluster
+
+    if spec.address is not None:
+        try:
+            client = Client(spec.address, timeout=15)
+        except (OSError, TimeoutError) as exc:
+            raise ClusterError(f"--cluster {spec.address}: no Dask scheduler answered ({exc})") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    indices = devices if devices is not None else local_devices(spec.local_workers or 0)
+    if not indices:
+        raise ClusterError("a local cluster needs at least one device")
+    # a worker starts the engine's measurement and build processes: it must not be a daemon process
+    dask.config.set({"distributed.worker.daemon": False})
+    workers = {f"device-{i}": {"cls": Nanny, "options": {
+        "nthreads": 1, "resources": {RESOURCE: 1}, "env": {DEVICE_ENV: str(i)}, "silence_logs": logging.ERROR}}
+        for i in indices}
+    cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
+                          silence_logs=logging.ERROR)
+    try:
+        client = Client(cluster)
+        try:
+            client.wait_for_workers(len(indices), timeout=120)
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+# --- the worker side -------------------------------------------------------------------------
+
+class _MemoryStore:
+    """What a worker's Measurer writes to: the records of one task, returned to the client."""
+
+    def __init__(self) -> None:
+        self.added: dict[str, Record] = {}
+
+    def done_keys(self, run: RunKey, timeout: Optional[float] = None) -> set[str]:
+        return {k for k, r in self.added.items() if timeout is None or settled(r, timeout)}
+
+    def add(self, run: RunKey, record: Record) -> None:
+        self.added[canonical_config(record.config)] = record
+
+    def records(self, run: Optional[RunKey] = None, config_key: Optional[str] = None) -> Iterator[Record]:
+        for key, record in list(self.added.items()):
+            if config_key is None or key == config_key:
+                yield record
+
+
+_WORKER_MEASURERS: dict[str, Measurer] = {}  # per worker process: the measurer of the target in hand
+
+
+def _worker_measurer(setup: dict) -> Measurer:
+    """This worker's measurer for `setup` (made once per target and kept: its measurement
+    process, reference and build cache serve every later task); ClusterError when this worker's
+    device is not the one the run is for."""
+    import multiprocessing
+
+    import imagecl
+    from ..runtime.devices import select_device
+
+    key = setup["key"]
+    measurer = _WORKER_MEASURERS.get(key)
+    if measurer is not None:
+        return measurer
+    if multiprocessing.current_process().daemon:
+        raise ClusterError("this Dask worker is a daemon process and cannot start measurement processes: "
+                           "start it with DASK_DISTRIBUTED__WORKER__DAEMON=False")
+    for old in list(_WORKER_MEASURERS.values()):  # one target at a time holds the device
+        old.close()
+    _WORKER_MEASURERS.clear()
+    device = select_device(None)
+    program = imagecl.compile(setup["source"], setup["filename"])
+    target = ProgramTarget(program, setup["arguments"], device)
+    same = (target.run.device, target.run.driver) == (setup["run"].device, setup["run"].driver)
+    if not same and not setup.get("any_device"):
+        raise ClusterError(f"a worker's device is {target.run.device} ({target.run.driver}), the run is for "
+                           f"{setup['run'].device} ({setup['run'].driver}): start every worker with "
+                           f"{DEVICE_ENV} naming a device of that kind")
+    measurer = Measurer(target, None, _MemoryStore(), options=setup["options"])
+    _WORKER_MEASURERS[key] = measurer
+    return measurer
+
+
+def _hostname_pid() -> str:
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def measure_task(setup: dict, configs: list[dict], hook: Optional[Callable[[list], None]] = None) -> dict:
+    """Run on a worker: measure `configs` on its device; the records and who measured them."""
+    if hook is not None:  # tests: a fault injected where the measurement runs
+        hook(configs)
+    measurer = _worker_measurer(setup)
+    measurer.store = _MemoryStore()
+    # building ahead starts a pool of build processes: worth it for many sources, not for a few
+    measurer.options.prebuild = setup["options"].prebuild and len(configs) >= PREBUILD_FROM
+    summary = measurer.measure(configs)
+    return {"records": list(measurer.store.added.values()), "worker": _hostname_pid(), "run": measurer.run,
+            "build_seconds": summary.build_seconds, "notes": list(measurer.notes)}
+
+
+def retime_task(setup: dict, stored: list[Record], configs: list[dict], repeats: int, rounds: int) -> dict:
+    """Run on a worker: `Measurer.retime` of contenders whose stored records are `stored`."""
+    measurer = _worker_measurer(setup)
+    measurer.store = _MemoryStore()
+    for record in stored:
+        measurer.store.add(measurer.run, record)
+    updated = measurer.retime(configs, repeats, rounds)
+    return {"records": list(updated.values()), "worker": _hostname_pid()}
+
+
+# --- the client side -------------------------------------------------------------------------
+
+class ClusterMeasurer:
+    """Measurer's interface (measure, retime, stored, settled) over a Dask cluster's device
+    workers; the client writes every record to `store`. `workers`: how many device workers the
+    cluster has now (a tuner proposes that many configurations at a time).
+
+    Every worker must have a device of the run's kind (name and driver: the client's `device`),
+    unless `any_device`: then each worker measures on its own device whatever it is, and its
+    records go under its own device's run (one configuration, one device: what a throughput
+    measurement of mixed devices needs; a tuning run compares times, so it never mixes)."""
+
+    def __init__(self, client: Any, program, arguments: dict, store: Store, device: Any = None,
+                 options: Optional[MeasureOptions] = None, chunk: Optional[int] = None,
+                 hook: Optional[Callable[[list], None]] = None, any_device: bool = False) -> None:
+        from ..runtime.devices import select_device
+
+        self.client = client
+        self.device = select_device(device)
+        self.target = ProgramTarget(program, dict(arguments or {}), self.device)
+        self.space, self.run, self.store = self.target.space, self.target.run, store
+        self.options = options or MeasureOptions()
+        self.chunk = chunk
+        self.hook = hook
+        self.notes: list[str] = []
+        self.measured_by: list[tuple[str, str]] = []  # (canonical configuration, worker) in arrival order
+        setup = {**self.target.worker_setup(), "run": self.run, "options": self.options, "any_device": any_device}
+        # what a worker keeps its measurer for: the target, its arguments and the options
+        setup["key"] = hashlib.sha256(pickle.dumps((self.run, setup["arguments"], repr(self.options)))).hexdigest()
+        self._plain_setup = setup
+        if self.workers == 0:
+            raise ClusterError(f"the cluster has no worker with the resource '{RESOURCE}' (start each with "
+                               f"--resources {RESOURCE}=1 and {DEVICE_ENV} naming its device)")
+
+    def _submit(self, function: Callable, *args: Any) -> Any:
+        """A task on one device worker, with the target's setup. The setup goes with every task,
+        not as scattered data or a task of its own: either makes the tasks depend on it, and
+        Dask then hands all of them to workers at once, so a worker's death is blamed on every
+        task it held (and scattered data dies with its workers). Large images cost their
+        transfer once per task: tasks of several configurations keep that small."""
+        return self.client.submit(function, self._plain_setup, *args, resources={RESOURCE: 1}, pure=False)
+
+    @property
+    def workers(self) -> int:
+        info = self.client.scheduler_info(n_workers=-1) if _takes_n_workers(self.client) else self.client.scheduler_info()
+        return sum(1 for w in info["workers"].values() if w.get("resources", {}).get(RESOURCE, 0) >= 1)
+
+    def __enter__(self) -> "ClusterMeasurer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """The workers keep their measurers for the next task; nothing to release here."""
+
+    def settled(self, record: Record) -> bool:
+        return settled(record, self.options.timeout)
+
+    def stored(self, key: Optional[str] = None) -> dict[str, Record]:
+        return {canonical_config(r.config): r for r in self.store.records(self.run, key)}
+
+    def _tasks(self, configs: list[dict], summary: Summary) -> list[list[dict]]:
+        """The configurations to measure (invalid ones recorded, stored ones skipped), as tasks
+        of whole source groups, about `chunk` configurations each."""
+        done = self.store.done_keys(self.run, self.options.timeout)
+        groups: dict[str, list[dict]] = {}
+        seen: set[str] = set()
+        for config in configs:
+            try:
+                full = self.space.complete(config)
+            except ConfigError as exc:
+                key = canonical_config({k: v for k, v in config.items() if isinstance(v, int)})
+                if key not in done:
+                    self.store.add(self.run, Record(dict(config), "invalid_config", None, error=str(exc)))
+                    summary.statuses["invalid_config"] += 1
+                continue
+            key = canonical_config(full)
+            if key in done or key in seen:
+                summary.skipped += 1
+                continue
+            seen.add(key)
+            groups.setdefault(canonical_config(self.space.source_key(full)), []).append(full)
+        summary.sources = len(groups)
+        todo = sum(len(g) for g in groups.values())
+        # small enough that every worker gets several (balance, and little to redo when one
+        # dies), large enough that a task's overhead is shared by a few configurations
+        chunk = self.chunk or max(1, min(32, math.ceil(todo / (4 * max(1, self.workers)))))
+        tasks: list[list[dict]] = [[]]
+        for group in groups.values():
+            if tasks[-1] and len(tasks[-1]) + len(group) > chunk:
+                tasks.append([])
+            tasks[-1].extend(group)
+        return [t for t in tasks if t]
+
+    def measure(self, configs: list[dict],
+                progress: Optional[Callable[[int, int, Summary], None]] = None) -> Summary:
+        """Measure `configs` on the cluster (stored ones skipped); every result goes to the store."""
+        from distributed import as_completed
+
+        summary = Summary(total=len(configs))
+        start = time.time()
+        tasks = self._tasks(configs, summary)
+        todo = sum(len(t) for t in tasks)
+        # as many tasks in flight as there are workers, the next sent as one finishes: Dask hands
+        # resource-bound tasks to workers ahead of time and blames every task a dead worker held,
+        # so a queue on the workers would make innocent tasks share a deadly one's fate
+        queue = list(tasks)
+        futures: dict[Any, list[dict]] = {}
+        pending = as_completed()
+
+        def send(task: list[dict]) -> None:
+            future = self._submit(measure_task, task, self.hook)
+            futures[future] = task
+            pending.add(future)
+
+        for _ in range(min(len(queue), max(1, self.workers))):
+            send(queue.pop(0))
+        retried: set[int] = set()
+        try:
+            for future in pending:
+                task = futures[future]
+                if queue:
+                    send(queue.pop(0))
+                try:
+                    result = future.result()
+                except Exception as exc:  # noqa: BLE001 - a task's failure is its configurations' record
+                    if isinstance(exc, ClusterError):
+                        raise
+                    if _killed_worker(exc) and id(task) not in retried:
+                        # Dask blames every task a dead worker held, the innocent ones queued
+                        # behind the deadly one too: each gets a second run before it is recorded
+                        retried.add(id(task))
+                        send(task)
+                        continue
+                    result = {"records": [_failed(config, exc) for config in task], "worker": None}
+                if self.options.deadline is not None and time.time() - start > self.options.deadline:
+                    summary.stopped_early = True
+                for record in result["records"]:
+                    self.store.add(result.get("run") or self.run, record)
+                    self.measured_by.append((canonical_config(record.config), result["worker"]))
+                    summary.measured += 1
+                    summary.statuses[record.status] += 1
+                    if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
+                        summary.best_time, summary.best_config = record.time, record.config
+                summary.build_seconds += result.get("build_seconds", 0.0)
+                for note in result.get("notes", []):
+                    if note not in self.notes:
+                        self.notes.append(note)
+                summary.seconds = time.time() - start
+                if progress is not None:
+                    progress(summary.measured, todo, summary)
+                if summary.stopped_early:
+                    break
+        finally:
+            for future in futures:
+                future.cancel()
+        summary.notes = list(self.notes)
+        summary.seconds = time.time() - start
+        return summary
+
+    def retime(self, configs: list[dict], repeats: int = 15, rounds: int = 5,
+               progress: Optional[Callable[[int, int, Any], None]] = None) -> dict[str, Record]:
+        """`Measurer.retime` on one worker (contenders compared on one device, in turns)."""
+        stored = self.stored()
+        keys = {canonical_config(self.space.complete(c)) for c in configs}
+        result = self._submit(retime_task, [stored[k] for k in keys if k in stored], configs, repeats, rounds).result()
+        updated = {}
+        for record in result["records"]:
+            key = canonical_config(record.config)
+            if stored.get(key) is None or record.times != stored[key].times:
+                self.store.add(self.run, record)
+            updated[key] = record
+        if progress is not None:
+            progress(1, 1, None)
+        return updated
+
+
+def _failed(config: dict, exc: BaseException) -> Record:
+    """The record of a configuration whose task failed on the cluster (Dask gave up on it)."""
+    from distributed import KilledWorker
+
+    if isinstance(exc, KilledWorker):
+        return Record(dict(config), "crash", None, error=f"its measurement killed the cluster's workers again and "
+                      f"again; Dask gave up after its allowed failures ({exc})"[:4000])
+    return Record(dict(config), "error", None, error=f"the cluster could not measure it: "
+                  f"{type(exc).__name__}: {exc}"[:4000])
+
+
+def _killed_worker(exc: BaseException) -> bool:
+    from distributed import KilledWorker
+
+    return isinstance(exc, KilledWorker)
+
+
+def _takes_n_workers(client: Any) -> bool:
+    import inspect
+
+    return "n_workers" in inspect.signature(client.scheduler_info).parameters
+
+
+def worker_counts(measured_by: list[tuple[str, str]]) -> dict[str, int]:
+    """How many configurations each worker measured."""
+    return dict(Counter(w for _, w in measured_by if w is not None))
+
+
+@contextmanager
+def open_measurer(cluster: Optional[ClusterSpec], program, arguments: dict, store: Store, device: Any = None,
+                  options: Optional[MeasureOptions] = None) -> Iterator[Any]:
+    """The measurer `imagecl measure/tune` use: the engine's on this machine (cluster None), or a
+    ClusterMeasurer on the cluster `cluster` names."""
+    if cluster is None:
+        with Measurer(program, arguments, store, device, options) as measurer:
+            yield measurer
+        return
+    devices = local_devices(cluster.local_workers, device) if cluster.local_workers else None
+    with open_client(cluster, devices) as client:
+        yield ClusterMeasurer(client, program, arguments, store, device, options)
+
+
+def cluster_option(text: str) -> ClusterSpec:
+    """argparse's `type` for --cluster: a usage error that says what is expected."""
+    import argparse
+
+    try:
+        return parse_cluster(text)
+    except ArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
