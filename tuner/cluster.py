@@ -27,7 +27,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from ..errors import ArgumentError, ConfigError, ImageCLError
 from .engine import MeasureOptions, Measurer, Summary
@@ -136,6 +136,13 @@ class _MemoryStore:
 
     def add(self, run: RunKey, record: Record) -> None:
         self.added[canonical_config(record.config)] = record
+
+    def add_many(self, run: RunKey, records: Iterable[Record]) -> int:
+        count = 0
+        for record in records:
+            self.add(run, record)
+            count += 1
+        return count
 
     def records(self, run: Optional[RunKey] = None, config_key: Optional[str] = None) -> Iterator[Record]:
         for key, record in list(self.added.items()):
