@@ -12,24 +12,21 @@ from typing import Any, Callable, Optional
 from .errors import ArgumentError
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"needs a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"needs a positive integer, got '{text}'")
-    return value
+def _integer_at_least(minimum: int, wanted: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"needs {wanted}, got '{text}'")
+        return value
+
+    return parse
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"needs an integer >= 0, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"needs an integer >= 0, got '{text}'")
-    return value
+_positive = _integer_at_least(1, "a positive integer")
+_non_negative = _integer_at_least(0, "an integer >= 0")
 
 
 def add_options(run: argparse.ArgumentParser, tune: argparse.ArgumentParser) -> None:

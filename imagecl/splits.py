@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .outputs import write_atomic
-from .tuned import program_key, registry_dir, size_key
+from .tuned import program_key, read_record_file, registry_dir, size_key
 
 FORMAT = 1
 
@@ -42,13 +42,7 @@ def _file(program, devices: Sequence) -> Path:
 
 
 def _read(path: Path) -> Optional[dict]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("records"), dict):
-        return None
-    return data
+    return read_record_file(path, FORMAT)
 
 
 def record(program, devices: Sequence, size: Sequence[int], shares: Sequence[float], h: Optional[int] = None,

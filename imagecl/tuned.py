@@ -88,14 +88,19 @@ def _file(key: str, device_key: str) -> Path:
     return registry_dir() / key / f"{_hash(device_key)}.json"
 
 
-def _read(path: Path) -> Optional[dict]:
+def read_record_file(path: Path, format: int = FORMAT) -> Optional[dict]:
+    """A registry file's content, or None where it is missing, unreadable or of another format
+    (a file of another imagecl version is ignored, never changed)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("records"), dict):
+    if not isinstance(data, dict) or data.get("format") != format or not isinstance(data.get("records"), dict):
         return None
     return data
+
+
+_read = read_record_file
 
 
 @dataclass

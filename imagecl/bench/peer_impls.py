@@ -83,6 +83,17 @@ def harris_response(nd, dx, dy, k, window) -> tuple[Callable[[], None], dict]:
     return harris, result
 
 
+def cv2_harris(cv2, dx, dy, k: float, window: np.ndarray):
+    """The Harris response with OpenCV's operations (NumPy arrays or UMats alike), zero outside."""
+    border = cv2.BORDER_CONSTANT
+    xx = cv2.filter2D(cv2.multiply(dx, dx), -1, window, borderType=border)
+    yy = cv2.filter2D(cv2.multiply(dy, dy), -1, window, borderType=border)
+    xy = cv2.filter2D(cv2.multiply(dx, dy), -1, window, borderType=border)
+    trace = cv2.add(xx, yy)
+    det = cv2.subtract(cv2.multiply(xx, yy), cv2.multiply(xy, xy))
+    return cv2.addWeighted(det, 1.0, cv2.multiply(trace, trace), -k, 0.0)
+
+
 def harris_window() -> np.ndarray:
     """A 3x3 correlation kernel whose ones cover {x, x+1} x {y, y+1} around its centre."""
     k = np.zeros((3, 3), np.float32)
@@ -169,13 +180,7 @@ class OpenCVPeer(Peer):
             result = {}
 
             def harris():
-                border = cv2.BORDER_CONSTANT
-                xx = cv2.filter2D(cv2.multiply(dx, dx), -1, window, borderType=border)
-                yy = cv2.filter2D(cv2.multiply(dy, dy), -1, window, borderType=border)
-                xy = cv2.filter2D(cv2.multiply(dx, dy), -1, window, borderType=border)
-                trace = cv2.add(xx, yy)
-                det = cv2.subtract(cv2.multiply(xx, yy), cv2.multiply(xy, xy))
-                result["output"] = cv2.addWeighted(det, 1.0, cv2.multiply(trace, trace), -k, 0.0)
+                result["output"] = cv2_harris(cv2, dx, dy, k, window)
             return PeerRun(_wall(harris), lambda: result)
         if f == "median":
             src, size, out = args["input"], 2 * workload.radius + 1, np.empty_like(args["input"])

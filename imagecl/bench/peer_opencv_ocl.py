@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .peer_impls import NotOffered, Peer, PeerRun, harris_window
+from .peer_impls import NotOffered, Peer, PeerRun, cv2_harris, harris_window
 from .peer_timing import BatchedTimer
 from .peer_workloads import Workload
 
@@ -91,13 +91,7 @@ class OpenCVOCLPeer(Peer):
             result: dict = {}
 
             def harris() -> None:
-                border = cv2.BORDER_CONSTANT
-                xx = cv2.filter2D(cv2.multiply(dx, dx), -1, window, borderType=border)
-                yy = cv2.filter2D(cv2.multiply(dy, dy), -1, window, borderType=border)
-                xy = cv2.filter2D(cv2.multiply(dx, dy), -1, window, borderType=border)
-                trace = cv2.add(xx, yy)
-                det = cv2.subtract(cv2.multiply(xx, yy), cv2.multiply(xy, xy))
-                result["output"] = cv2.addWeighted(det, 1.0, cv2.multiply(trace, trace), -k, 0.0)
+                result["output"] = cv2_harris(cv2, dx, dy, k, window)
             return PeerRun(timed(harris), lambda: {"output": result["output"].get()})
         if f == "median":
             size = 2 * workload.radius + 1

@@ -23,6 +23,7 @@ provides.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
@@ -375,6 +376,27 @@ def _event_seconds(events: list) -> float:
     return total
 
 
+@contextlib.contextmanager
+def _driver_errors(what: str, parts: list[Part]):
+    """A driver's error named as an ExecutionError of `what`; the parts' device memory released
+    however the run ends."""
+    try:
+        yield
+    except ExecutionError:
+        raise
+    except Exception as exc:
+        import pyopencl as cl
+
+        if isinstance(exc, cl.Error):
+            raise ExecutionError(f"{what} failed: {exc}") from None
+        raise
+    finally:
+        for part in parts:
+            for m in part.memory.values():
+                m.release()
+            part.memory = {}
+
+
 def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Optional[Sequence[float]] = None,
         config: Any = None, cast: bool = False) -> tuple[dict[str, np.ndarray], SplitRun]:
     """Run `program` once over a grid split across `devices` (see the module's docstring): its
@@ -401,7 +423,7 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
     kernels: dict[int, list] = {}
     moved: dict[int, list] = {}
     pending: list[_Transfers] = []
-    try:
+    with _driver_errors(f"running '{program.name}' across devices", parts):
         # device by device, everything at once (uploads, kernel, downloads: each queue is in order),
         # CPUs first: a GPU driver may copy pageable host memory before the enqueue returns
         for part, band in sorted(active, key=lambda pb: _is_gpu(pb[0].device)):
@@ -438,19 +460,6 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
             transfers.wait()
         kernel_seconds = [_event_seconds(kernels.get(id(p), [])) for p in parts]
         transfer_seconds = [_event_seconds(moved.get(id(p), [])) for p in parts]
-    except ExecutionError:
-        raise
-    except Exception as exc:  # a driver's error: say which run failed
-        import pyopencl as cl
-
-        if isinstance(exc, cl.Error):
-            raise ExecutionError(f"running '{program.name}' across devices failed: {exc}") from None
-        raise
-    finally:
-        for part in parts:
-            for m in part.memory.values():
-                m.release()
-            part.memory = {}
     return results, SplitRun(chosen, bands, [p.config for p in parts], kernel_seconds, transfer_seconds)
 
 
@@ -579,19 +588,8 @@ def iterate(program: Any, n: int, arguments: Mapping[str, Any], devices: Any = N
         h = int(n)  # one device: nothing to exchange, so one round
     state = {inp: prepared.arrays[inp].copy() for inp in fed}
     static = [name for name in prepared.arrays if name not in pairs and name not in fed]
-    try:
+    with _driver_errors(f"iterating '{program.name}' across devices", parts):
         return _iterate(program, n, h, active, prepared, pairs, reach, fed, zeroed, state, static, rows)
-    except Exception as exc:
-        import pyopencl as cl
-
-        if isinstance(exc, cl.Error):
-            raise ExecutionError(f"iterating '{program.name}' across devices failed: {exc}") from None
-        raise
-    finally:
-        for part in parts:
-            for m in part.memory.values():
-                m.release()
-            part.memory = {}
 
 
 def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: dict, reach: dict,
