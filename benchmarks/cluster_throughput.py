@@ -17,6 +17,11 @@ is the question (the target: 1.8x or more). The tuning run uses the workers of t
 device's kind (a tuning run never compares times of different devices); the JSON lists which
 worker measured which configuration.
 
+The images travel as a recipe (the workers generate them again, tuner/cluster.py);
+`--ship-images` sends them with every task instead, as before, for a before/after comparison on
+the same host. Each run reports the bytes of setup a task carries and the median time from a
+task's submission to its start on a worker.
+
 Needs dask's `distributed` (pyproject.toml); a host without a package registry installs it
 from wheels carried along: `pip install --no-index --find-links WHEELS distributed`.
 """
@@ -36,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import imagecl  # noqa: E402
 from imagecl.runtime.devices import _all_devices, select_device  # noqa: E402
+import imagecl.tuner.cluster as cluster_module  # noqa: E402
 from imagecl.runtime.synthetic import synthetic_arguments  # noqa: E402
 from imagecl.tuner.cluster import ClusterMeasurer, ClusterSpec, Synthetic, open_client, worker_counts  # noqa: E402
 from imagecl.tuner.engine import MeasureOptions  # noqa: E402
@@ -68,7 +74,7 @@ def device_indices(specs: list[str]) -> list[int]:
     return taken
 
 
-def measure_run(label: str, indices: list[int], prog, inputs: dict, recipe: Synthetic, configs: list[dict],
+def measure_run(label: str, indices: list[int], prog, inputs: dict, recipe: Synthetic | None, configs: list[dict],
                 timeout: float, scratch: Path, seconds: float) -> dict:
     """Measure `configs` cold on workers pinned to `indices` (stopping after `seconds`: a slow
     device's rate needs no full run); configurations/s and who did what."""
@@ -98,7 +104,7 @@ def measure_run(label: str, indices: list[int], prog, inputs: dict, recipe: Synt
             "task_wait_seconds": waits}
 
 
-def tune_run(indices: list[int], prog, inputs: dict, recipe: Synthetic, budget: int, timeout: float,
+def tune_run(indices: list[int], prog, inputs: dict, recipe: Synthetic | None, budget: int, timeout: float,
              scratch: Path) -> dict:
     """A tuning run on the workers of the first device's kind, a batch of proposals per worker."""
     first = _all_devices()[indices[0]]
@@ -132,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="the JSON report")
+    parser.add_argument("--ship-images", action="store_true",
+                        help="send the images with every task, as before issue 21 (a baseline to compare with)")
     args = parser.parse_args(argv)
     os.environ.update(COLD)
     indices = device_indices([s for s in args.devices.split(",") if s.strip()])
@@ -139,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     # synthetic inputs, as the command line's: the workers make the image again from the recipe
     recipe = Synthetic((args.size, args.size), {"filter": np.full((9, 9), 1 / 81, np.float32)}, args.seed)
     inputs, _ = synthetic_arguments(prog, recipe.grid_shape, recipe.given, seed=recipe.seed)
+    if args.ship_images:
+        cluster_module.SMALL_ARGUMENTS = 1 << 62
+        recipe = None
     configs = prog.space_for(_all_devices()[indices[0]], (args.size, args.size)).random(args.configs, seed=args.seed)
     scratch = Path(tempfile.mkdtemp(prefix="cluster-throughput-"))
     started = time.time()
@@ -148,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(measure_run("all together", indices, prog, inputs, recipe, configs, args.timeout, scratch,
                                 args.seconds))
     report = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "program": "convolution9.icl",
-              "size": args.size, "configs": len(configs), "devices": args.devices, "runs": runs}
+              "size": args.size, "configs": len(configs), "devices": args.devices, "runs": runs,
+              "images_with_every_task": args.ship_images}
     if len(indices) > 1:
         report["together_over_first_alone"] = runs[-1]["per_second"] / max(runs[0]["per_second"], 1e-9)
         print(f"all together / first device alone: {report['together_over_first_alone']:.2f}x", flush=True)

@@ -165,6 +165,12 @@ def test_large_given_images_go_to_each_worker_once(tmp_path, client):
     with Store(tmp_path / "g.db") as store:
         cluster = ClusterMeasurer(recording, prog, args, store, chunk=1)
         summary = cluster.measure(configs)
+        # other options: a target no worker holds yet, so the confirmation's task asks for the arrays
+        again = _Recording(client)
+        retimed = ClusterMeasurer(again, prog, args, store, options=MeasureOptions(timeout=7)).retime(
+            configs[:2], repeats=3, rounds=1)
+    assert sorted(r.status for r in retimed.values()) == ["ok", "ok"]
+    assert len(again.sizes) == 2 and min(again.sizes) < 8192 < args["input"].nbytes < max(again.sizes)
     assert summary.statuses == {"ok": 6}
     large = [n for n in recording.sizes if n > args["input"].nbytes]
     assert 1 <= len(large) <= 2 and len(recording.sizes) == 6 + len(large), recording.sizes

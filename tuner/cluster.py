@@ -9,7 +9,9 @@ for, so a worker runs one measurement at a time and only device workers get them
 A task is a few configurations that share OpenCL sources; the worker measures them with the
 ordinary engine (engine.Measurer: builds on the worker, where the device is, in parallel
 processes; launches in a watchdogged subprocess, so a hanging kernel is a `timeout` record and
-the worker goes on) into a store in memory, and returns the records. Only the client writes the
+the worker goes on) into a store in memory, and returns the records. A task carries a few KB:
+the target's inputs only when small; synthetic ones as their recipe, made again once per worker;
+large given ones once per worker (`NeedsArguments`; docs/cluster.md). Only the client writes the
 real store (SQLite, or the shared PostgreSQL store), keyed by configuration, so a task that Dask
 runs again (its worker died: Dask reschedules what a lost worker held) cannot record a
 configuration twice. A task that keeps killing workers is recorded as `crash` with Dask's reason
