@@ -17,6 +17,11 @@ is the question (the target: 1.8x or more). The tuning run uses the workers of t
 device's kind (a tuning run never compares times of different devices); the JSON lists which
 worker measured which configuration.
 
+The images travel as a recipe (the workers generate them again, tuner/cluster.py);
+`--ship-images` sends them with every task instead, as before, for a before/after comparison on
+the same host. Each run reports the bytes of setup a task carries and the median time from a
+task's submission to its start on a worker.
+
 Needs dask's `distributed` (pyproject.toml); a host without a package registry installs it
 from wheels carried along: `pip install --no-index --find-links WHEELS distributed`.
 """
@@ -36,7 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import imagecl  # noqa: E402
 from imagecl.runtime.devices import _all_devices, select_device  # noqa: E402
-from imagecl.tuner.cluster import ClusterMeasurer, ClusterSpec, open_client, worker_counts  # noqa: E402
+import imagecl.tuner.cluster as cluster_module  # noqa: E402
+from imagecl.runtime.synthetic import synthetic_arguments  # noqa: E402
+from imagecl.tuner.cluster import ClusterMeasurer, ClusterSpec, Synthetic, open_client, worker_counts  # noqa: E402
 from imagecl.tuner.engine import MeasureOptions  # noqa: E402
 from imagecl.tuner.session import SessionOptions, run_session  # noqa: E402
 from imagecl.tuner.store import Store  # noqa: E402
@@ -67,8 +74,8 @@ def device_indices(specs: list[str]) -> list[int]:
     return taken
 
 
-def measure_run(label: str, indices: list[int], prog, inputs: dict, configs: list[dict], timeout: float,
-                scratch: Path, seconds: float) -> dict:
+def measure_run(label: str, indices: list[int], prog, inputs: dict, recipe: Synthetic | None, configs: list[dict],
+                timeout: float, scratch: Path, seconds: float) -> dict:
     """Measure `configs` cold on workers pinned to `indices` (stopping after `seconds`: a slow
     device's rate needs no full run); configurations/s and who did what."""
     os.environ["IMAGECL_CACHE"] = tempfile.mkdtemp(prefix=f"cache-{label}-", dir=scratch)  # the workers inherit it
@@ -76,22 +83,29 @@ def measure_run(label: str, indices: list[int], prog, inputs: dict, configs: lis
         ready = time.time()
         with Store(scratch / f"{label}.db") as store:
             cluster = ClusterMeasurer(client, prog, inputs, store, device=indices[0], any_device=True,
-                                      options=MeasureOptions(timeout=timeout, deadline=seconds))
+                                      options=MeasureOptions(timeout=timeout, deadline=seconds), synthetic=recipe)
             summary = cluster.measure(configs)
             seconds = time.time() - ready
             devices = {}
             for run in store.runs():
                 devices[run.device] = sum(1 for _ in store.records(run))
     rate = summary.measured / seconds if seconds > 0 else 0.0
+    waits = sorted(cluster.task_waits)
+    wait = waits[len(waits) // 2] if waits else None
     print(f"{label:>24}: {summary.measured} configurations in {seconds:.1f} s = {rate:.1f}/s "
-          f"({dict(summary.statuses)}); per worker {worker_counts(cluster.measured_by)}", flush=True)
+          f"({dict(summary.statuses)}); per worker {worker_counts(cluster.measured_by)}; "
+          f"{len(waits)} tasks, {cluster.task_bytes} B of setup each, median "
+          f"{(wait or 0) * 1e3:.0f} ms from submission to start", flush=True)
     return {"label": label, "devices": [_all_devices()[i].name.strip() for i in indices],
             "measured": summary.measured, "seconds": seconds, "per_second": rate,
             "statuses": dict(summary.statuses), "per_worker": worker_counts(cluster.measured_by),
-            "stored_per_device": devices, "build_seconds_on_workers": summary.build_seconds}
+            "stored_per_device": devices, "build_seconds_on_workers": summary.build_seconds,
+            "tasks": len(waits), "setup_bytes_per_task": cluster.task_bytes, "median_task_wait_seconds": wait,
+            "task_wait_seconds": waits}
 
 
-def tune_run(indices: list[int], prog, inputs: dict, budget: int, timeout: float, scratch: Path) -> dict:
+def tune_run(indices: list[int], prog, inputs: dict, recipe: Synthetic | None, budget: int, timeout: float,
+             scratch: Path) -> dict:
     """A tuning run on the workers of the first device's kind, a batch of proposals per worker."""
     first = _all_devices()[indices[0]]
     same = [i for i in indices if (_all_devices()[i].name, _all_devices()[i].driver_version)
@@ -101,7 +115,7 @@ def tune_run(indices: list[int], prog, inputs: dict, budget: int, timeout: float
         start = time.time()
         with Store(scratch / "tune.db") as store:
             cluster = ClusterMeasurer(client, prog, inputs, store, device=same[0],
-                                      options=MeasureOptions(timeout=timeout, prebuild=False))
+                                      options=MeasureOptions(timeout=timeout, prebuild=False), synthetic=recipe)
             result = run_session(cluster, SessionOptions(budget=budget, seed=0, transfer=False))
         seconds = time.time() - start
     print(f"tuning on {len(same)} worker(s) of {first.name.strip()}: best {result.best_time * 1e3:.4f} ms after "
@@ -124,26 +138,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="the JSON report")
+    parser.add_argument("--ship-images", action="store_true",
+                        help="send the images with every task, as before issue 21 (a baseline to compare with)")
     args = parser.parse_args(argv)
     os.environ.update(COLD)
     indices = device_indices([s for s in args.devices.split(",") if s.strip()])
     prog = imagecl.load(ROOT / "examples" / "convolution9.icl")
-    rng = np.random.default_rng(args.seed)
-    inputs = {"input": rng.random((args.size, args.size), dtype=np.float32),
-              "filter": np.full((9, 9), 1 / 81, np.float32)}
+    # synthetic inputs, as the command line's: the workers make the image again from the recipe
+    recipe = Synthetic((args.size, args.size), {"filter": np.full((9, 9), 1 / 81, np.float32)}, args.seed)
+    inputs, _ = synthetic_arguments(prog, recipe.grid_shape, recipe.given, seed=recipe.seed)
+    if args.ship_images:
+        cluster_module.SMALL_ARGUMENTS = 1 << 62
+        recipe = None
     configs = prog.space_for(_all_devices()[indices[0]], (args.size, args.size)).random(args.configs, seed=args.seed)
     scratch = Path(tempfile.mkdtemp(prefix="cluster-throughput-"))
     started = time.time()
-    runs = [measure_run(f"{_all_devices()[i].name.strip()[:16]}#{i} alone", [i], prog, inputs, configs, args.timeout,
-                        scratch, args.seconds) for i in indices]
+    runs = [measure_run(f"{_all_devices()[i].name.strip()[:16]}#{i} alone", [i], prog, inputs, recipe, configs,
+                        args.timeout, scratch, args.seconds) for i in indices]
     if len(indices) > 1:
-        runs.append(measure_run("all together", indices, prog, inputs, configs, args.timeout, scratch, args.seconds))
+        runs.append(measure_run("all together", indices, prog, inputs, recipe, configs, args.timeout, scratch,
+                                args.seconds))
     report = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "program": "convolution9.icl",
-              "size": args.size, "configs": len(configs), "devices": args.devices, "runs": runs}
+              "size": args.size, "configs": len(configs), "devices": args.devices, "runs": runs,
+              "images_with_every_task": args.ship_images}
     if len(indices) > 1:
         report["together_over_first_alone"] = runs[-1]["per_second"] / max(runs[0]["per_second"], 1e-9)
         print(f"all together / first device alone: {report['together_over_first_alone']:.2f}x", flush=True)
-    report["tuning"] = tune_run(indices, prog, inputs, args.budget, args.timeout, scratch)
+    report["tuning"] = tune_run(indices, prog, inputs, recipe, args.budget, args.timeout, scratch)
     report["seconds"] = time.time() - started
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1, default=str))

@@ -397,17 +397,19 @@ def _inputs(program, assignments) -> dict:
     return values
 
 
-def _synthetic_inputs(program, shape, args) -> dict:
-    """The program's arguments for a grid of `shape`: NAME=FILE/VALUE assignments given on the
-    command line, random images (seeded) and 1 for the scalars that were not (with a note)."""
+def _synthetic_inputs(program, shape, args):
+    """(arguments, how they were made) for a grid of `shape`: NAME=FILE/VALUE assignments given
+    on the command line, random images (seeded) and 1 for the scalars that were not (with a note)."""
     from .runtime.devices import select_device
     from .runtime.synthetic import synthetic_arguments
+    from .tuner.cluster import Synthetic
 
-    arguments, defaulted = synthetic_arguments(program, shape, _inputs(program, args.assignments), seed=args.seed,
+    given = _inputs(program, args.assignments)
+    arguments, defaulted = synthetic_arguments(program, shape, given, seed=args.seed,
                                                device=select_device(args.device))
     for name in defaulted:
         print(f"note: scalar '{name}' not given; using 1 (pass {name}=VALUE)", file=sys.stderr)
-    return arguments
+    return arguments, Synthetic(tuple(shape), given, args.seed)
 
 
 def _measure(args) -> int:
@@ -418,7 +420,7 @@ def _measure(args) -> int:
 
     program = _load(args.file)
     shape = parse_size(args.size)
-    arguments = _synthetic_inputs(program, shape, args)
+    arguments, synthetic = _synthetic_inputs(program, shape, args)
     space = program.space_for(args.device, shape)
     if args.random is not None:
         if args.random <= 0:
@@ -438,7 +440,7 @@ def _measure(args) -> int:
     db = _store_at(args.db)
     _check_db(db, _input_files(args.assignments, args.file, args.configs))
     with Store(db) as store, open_measurer(args.cluster, program, arguments, store, args.device,
-                                           MeasureOptions(timeout=args.timeout)) as measurer:
+                                           MeasureOptions(timeout=args.timeout), synthetic) as measurer:
         summary = measurer.measure(configs, progress=Progress("measuring"))
     for note in summary.notes:
         print(f"note: {note}", file=sys.stderr)
@@ -482,7 +484,7 @@ def _tune(args) -> int:
         name, strategy = resolve_strategy(args.strategy)
     except SimulationError as exc:
         raise ArgumentError(str(exc)) from None
-    arguments = _synthetic_inputs(program, shape, args)
+    arguments, synthetic = _synthetic_inputs(program, shape, args)
     device = select_device(args.device)
     # every output is checked before the search, not after it
     read = _input_files(args.assignments, args.file)
@@ -529,7 +531,8 @@ def _tune(args) -> int:
                              transfer=not args.no_transfer, on_measure=[on_measure], confirm_progress=confirm_progress,
                              on_store=on_store, knowledge=None if args.no_knowledge else knowledge)
     with Store(db) as store, open_measurer(args.cluster, program, arguments, store, device,
-                                           MeasureOptions(timeout=args.timeout, prebuild=False)) as measurer:
+                                           MeasureOptions(timeout=args.timeout, prebuild=False),
+                                           synthetic) as measurer:
         session = run_session(measurer, options)
         for note in measurer.notes:
             print(f"note: {note}", file=sys.stderr)

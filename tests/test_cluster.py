@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import sqlite3
 import subprocess
@@ -13,7 +14,10 @@ import pytest
 
 import imagecl
 from imagecl.errors import ArgumentError
-from imagecl.tuner.cluster import ClusterMeasurer, ClusterSpec, open_client, parse_cluster, worker_counts
+from imagecl.tuner.cluster import ClusterError
+from imagecl.runtime.synthetic import synthetic_arguments
+from imagecl.tuner.cluster import (ClusterMeasurer, ClusterSpec, Synthetic, arguments_digest, open_client,
+                                   parse_cluster, worker_counts)
 from imagecl.tuner.engine import MeasureOptions, measure
 from imagecl.tuner.session import SessionOptions, run_session
 from imagecl.tuner.store import Store, canonical_config
@@ -105,6 +109,77 @@ def test_cluster_measures_each_configuration_once_like_the_engine(tmp_path, clie
     for key, record in spread.items():
         assert (record.status, record.verified) == (alone[key].status, alone[key].verified) == ("ok", True)
         assert len(record.times) >= 3 and record.device == alone[key].device
+
+
+class _Recording:
+    """A Dask client that records how many bytes each submitted task's arguments pickle to."""
+
+    def __init__(self, client) -> None:
+        self.client, self.sizes = client, []
+
+    def submit(self, function, *args, **kwargs):
+        self.sizes.append(len(pickle.dumps(args)))
+        return self.client.submit(function, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+BIG = (1024, 1024)  # a float image of 4 MiB
+
+
+def test_synthetic_images_are_made_again_on_the_workers_not_sent(tmp_path, client):
+    """A 1024x1024 synthetic target's tasks carry its recipe (a few KB), and every worker
+    measures with inputs bit-identical to the client's."""
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    recipe = Synthetic(BIG, {}, seed=7)
+    args, _ = synthetic_arguments(prog, BIG, {}, seed=7)
+    configs = prog.space_for(problem_shape=BIG).random(4, seed=2)
+    recording = _Recording(client)
+    with Store(tmp_path / "s.db") as store:
+        cluster = ClusterMeasurer(recording, prog, args, store, chunk=1, synthetic=recipe)
+        summary = cluster.measure(configs)
+    assert summary.statuses == {"ok": 4}
+    assert len(recording.sizes) == 4 and max(recording.sizes) < 8192, recording.sizes
+    assert cluster.worker_digests == {arguments_digest(args)}
+    assert len(worker_counts(cluster.measured_by)) == 2
+
+
+def test_a_worker_with_other_synthetic_inputs_than_the_client_is_refused(tmp_path, client):
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    args, _ = synthetic_arguments(prog, SHAPE, {}, seed=7)
+    with Store(tmp_path / "w.db") as store:
+        cluster = ClusterMeasurer(client, prog, args, store, synthetic=Synthetic(SHAPE, {}, seed=8))
+        with pytest.raises(ClusterError, match="other inputs than the client"):
+            cluster.measure(prog.space_for(problem_shape=SHAPE).random(2, seed=2))
+        assert not list(store.records())
+
+
+def test_large_given_images_go_to_each_worker_once(tmp_path, client):
+    """Images that cannot be made again (a user's file) and are large travel with a worker's
+    first task only; small ones with every task."""
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    args = {"input": np.random.default_rng(3).random(BIG, dtype=np.float32)}
+    configs = prog.space_for(problem_shape=BIG).random(6, seed=4)
+    recording = _Recording(client)
+    with Store(tmp_path / "g.db") as store:
+        cluster = ClusterMeasurer(recording, prog, args, store, chunk=1)
+        summary = cluster.measure(configs)
+        # other options: a target no worker holds yet, so the confirmation's task asks for the arrays
+        again = _Recording(client)
+        retimed = ClusterMeasurer(again, prog, args, store, options=MeasureOptions(timeout=7)).retime(
+            configs[:2], repeats=3, rounds=1)
+    assert sorted(r.status for r in retimed.values()) == ["ok", "ok"]
+    assert len(again.sizes) == 2 and min(again.sizes) < 8192 < args["input"].nbytes < max(again.sizes)
+    assert summary.statuses == {"ok": 6}
+    large = [n for n in recording.sizes if n > args["input"].nbytes]
+    assert 1 <= len(large) <= 2 and len(recording.sizes) == 6 + len(large), recording.sizes
+    assert cluster.worker_digests == {arguments_digest(args)}
+    small = _Recording(client)
+    with Store(tmp_path / "small.db") as store:
+        ClusterMeasurer(small, prog, {"input": args["input"][:64, :64].copy()}, store, chunk=1).measure(
+            prog.space_for(problem_shape=(64, 64)).random(2, seed=4))
+    assert len(small.sizes) == 2  # small images go with every task: no round trip for them
 
 
 @pytest.mark.parametrize("victims", [1, 2])

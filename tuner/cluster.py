@@ -9,7 +9,9 @@ for, so a worker runs one measurement at a time and only device workers get them
 A task is a few configurations that share OpenCL sources; the worker measures them with the
 ordinary engine (engine.Measurer: builds on the worker, where the device is, in parallel
 processes; launches in a watchdogged subprocess, so a hanging kernel is a `timeout` record and
-the worker goes on) into a store in memory, and returns the records. Only the client writes the
+the worker goes on) into a store in memory, and returns the records. A task carries a few KB:
+the target's inputs only when small; synthetic ones as their recipe, made again once per worker;
+large given ones once per worker (`NeedsArguments`; docs/cluster.md). Only the client writes the
 real store (SQLite, or the shared PostgreSQL store), keyed by configuration, so a task that Dask
 runs again (its worker died: Dask reschedules what a lost worker held) cannot record a
 configuration twice. A task that keeps killing workers is recorded as `crash` with Dask's reason
@@ -37,11 +39,50 @@ from .target import ProgramTarget
 RESOURCE = "opencl"  # every device worker offers one; every task takes one
 DEVICE_ENV = "IMAGECL_DEVICE"  # the worker's device (runtime/devices.select_device reads it)
 PREBUILD_FROM = 8  # a task of this many configurations builds its sources ahead, in parallel
+# arrays up to this many bytes in all travel with every task; larger ones go to a worker once
+SMALL_ARGUMENTS = 1 << 20
 _ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$")
 
 
 class ClusterError(ImageCLError):
     """The cluster cannot do what was asked (no device workers, a worker on another device)."""
+
+
+class NeedsArguments(Exception):
+    """Raised on a worker that has not got the target's arrays yet: the client sends the task
+    again with them (then the worker keeps them, with its measurer, for every later task)."""
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """How a target's arguments were made: `synthetic_arguments(program, grid_shape, given,
+    seed)`; a worker makes them again from this instead of receiving the images."""
+    grid_shape: tuple[int, ...]
+    given: dict  # the values given by the user (scalars, arrays from files)
+    seed: int = 0
+
+
+def arguments_digest(arguments: dict) -> str:
+    """A hash of the arguments' content (names, array types, shapes and bytes, scalars)."""
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for name in sorted(arguments):
+        value = arguments[name]
+        digest.update(name.encode() + b"\0")
+        if isinstance(value, np.ndarray):
+            digest.update(f"{value.dtype.str}{value.shape}".encode())
+            digest.update(np.ascontiguousarray(value).data)
+        else:
+            digest.update(repr(value).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _array_bytes(values: dict) -> int:
+    import numpy as np
+
+    return sum(int(v.nbytes) for v in values.values() if isinstance(v, np.ndarray))
 
 
 @dataclass(frozen=True)
@@ -166,6 +207,10 @@ def _worker_measurer(setup: dict) -> Measurer:
     measurer = _WORKER_MEASURERS.get(key)
     if measurer is not None:
         return measurer
+    if setup["arguments"] is None and setup["synthetic"] is None:
+        from distributed import get_worker
+
+        raise NeedsArguments(get_worker().address)
     if multiprocessing.current_process().daemon:
         raise ClusterError("this Dask worker is a daemon process and cannot start measurement processes: "
                            "start it with DASK_DISTRIBUTED__WORKER__DAEMON=False")
@@ -174,13 +219,21 @@ def _worker_measurer(setup: dict) -> Measurer:
     _WORKER_MEASURERS.clear()
     device = select_device(None)
     program = imagecl.compile(setup["source"], setup["filename"])
-    target = ProgramTarget(program, setup["arguments"], device)
+    arguments = setup["arguments"]
+    if arguments is None:
+        from ..runtime.synthetic import synthetic_arguments
+
+        recipe = setup["synthetic"]
+        arguments, _ = synthetic_arguments(program, recipe.grid_shape, recipe.given, seed=recipe.seed)
+    target = ProgramTarget(program, arguments, device)
     same = (target.run.device, target.run.driver) == (setup["run"].device, setup["run"].driver)
     if not same and not setup.get("any_device"):
         raise ClusterError(f"a worker's device is {target.run.device} ({target.run.driver}), the run is for "
                            f"{setup['run'].device} ({setup['run'].driver}): start every worker with "
                            f"{DEVICE_ENV} naming a device of that kind")
     measurer = Measurer(target, None, _MemoryStore(), options=setup["options"])
+    # what this worker measures with, for the client to compare with its own (once per target)
+    measurer.arguments_digest = arguments_digest(arguments)
     _WORKER_MEASURERS[key] = measurer
     return measurer
 
@@ -193,6 +246,7 @@ def _hostname_pid() -> str:
 
 def measure_task(setup: dict, configs: list[dict], hook: Optional[Callable[[list], None]] = None) -> dict:
     """Run on a worker: measure `configs` on its device; the records and who measured them."""
+    started = time.time()
     if hook is not None:  # tests: a fault injected where the measurement runs
         hook(configs)
     measurer = _worker_measurer(setup)
@@ -201,7 +255,8 @@ def measure_task(setup: dict, configs: list[dict], hook: Optional[Callable[[list
     measurer.options.prebuild = setup["options"].prebuild and len(configs) >= PREBUILD_FROM
     summary = measurer.measure(configs)
     return {"records": list(measurer.store.added.values()), "worker": _hostname_pid(), "run": measurer.run,
-            "build_seconds": summary.build_seconds, "notes": list(measurer.notes)}
+            "build_seconds": summary.build_seconds, "notes": list(measurer.notes), "digest": measurer.arguments_digest,
+            "started": started}
 
 
 def retime_task(setup: dict, stored: list[Record], configs: list[dict], repeats: int, rounds: int) -> dict:
@@ -228,7 +283,8 @@ class ClusterMeasurer:
 
     def __init__(self, client: Any, program, arguments: dict, store: Store, device: Any = None,
                  options: Optional[MeasureOptions] = None, chunk: Optional[int] = None,
-                 hook: Optional[Callable[[list], None]] = None, any_device: bool = False) -> None:
+                 hook: Optional[Callable[[list], None]] = None, any_device: bool = False,
+                 synthetic: Optional[Synthetic] = None) -> None:
         from ..runtime.devices import select_device
 
         self.client = client
@@ -240,21 +296,38 @@ class ClusterMeasurer:
         self.hook = hook
         self.notes: list[str] = []
         self.measured_by: list[tuple[str, str]] = []  # (canonical configuration, worker) in arrival order
-        setup = {**self.target.worker_setup(), "run": self.run, "options": self.options, "any_device": any_device}
+        self.worker_digests: set[str] = set()  # the hashes of the inputs the workers measured with
+        self.task_waits: list[float] = []  # seconds from each task's submission to its start on a worker
+        setup = {**self.target.worker_setup(), "run": self.run, "options": self.options, "any_device": any_device,
+                 "digest": arguments_digest(dict(arguments or {})), "synthetic": None}
+        setup["arguments"] = dict(arguments or {})  # as given: the worker prepares them, hashes them the same
         # what a worker keeps its measurer for: the target, its arguments and the options
-        setup["key"] = hashlib.sha256(pickle.dumps((self.run, setup["arguments"], repr(self.options)))).hexdigest()
-        self._plain_setup = setup
+        setup["key"] = hashlib.sha256(pickle.dumps((self.run, setup["digest"], repr(self.options)))).hexdigest()
+        # the full setup, with the arrays, goes to a worker that lacks them (NeedsArguments);
+        # every other task carries what fits in a few KB: the arrays only when they are small,
+        # else the recipe that makes them again, else nothing (the worker has them)
+        self._full_setup = setup
+        if synthetic is not None and _array_bytes(synthetic.given) <= SMALL_ARGUMENTS:
+            self._light_setup = {**setup, "arguments": None, "synthetic": synthetic}
+        elif _array_bytes(setup["arguments"]) <= SMALL_ARGUMENTS:
+            self._light_setup = setup
+        else:
+            self._light_setup = {**setup, "arguments": None}
+        self.task_bytes = len(pickle.dumps(self._light_setup))  # the setup every task carries
         if self.workers == 0:
             raise ClusterError(f"the cluster has no worker with the resource '{RESOURCE}' (start each with "
                                f"--resources {RESOURCE}=1 and {DEVICE_ENV} naming its device)")
 
-    def _submit(self, function: Callable, *args: Any) -> Any:
-        """A task on one device worker, with the target's setup. The setup goes with every task,
-        not as scattered data or a task of its own: either makes the tasks depend on it, and
-        Dask then hands all of them to workers at once, so a worker's death is blamed on every
-        task it held (and scattered data dies with its workers). Large images cost their
-        transfer once per task: tasks of several configurations keep that small."""
-        return self.client.submit(function, self._plain_setup, *args, resources={RESOURCE: 1}, pure=False)
+    def _submit(self, function: Callable, *args: Any, full: bool = False, worker: Optional[str] = None) -> Any:
+        """A task on one device worker, with the target's setup: the light one (no large
+        arrays), or the `full` one for a worker that said it lacks them. The setup goes with
+        the task, not as scattered data or a task of its own: either makes the tasks depend on
+        it, and Dask then hands all of them to workers at once, so a worker's death is blamed
+        on every task it held (and scattered data dies with its workers)."""
+        setup = self._full_setup if full else self._light_setup
+        # the full setup goes back to the `worker` that lacked it (or another, should it be gone)
+        placed = {"workers": [worker], "allow_other_workers": True} if worker else {}
+        return self.client.submit(function, setup, *args, resources={RESOURCE: 1}, pure=False, **placed)
 
     @property
     def workers(self) -> int:
@@ -323,11 +396,13 @@ class ClusterMeasurer:
         # so a queue on the workers would make innocent tasks share a deadly one's fate
         queue = list(tasks)
         futures: dict[Any, list[dict]] = {}
+        submitted: dict[Any, float] = {}
         pending = as_completed()
 
-        def send(task: list[dict]) -> None:
-            future = self._submit(measure_task, task, self.hook)
+        def send(task: list[dict], full: bool = False, worker: Optional[str] = None) -> None:
+            future = self._submit(measure_task, task, self.hook, full=full, worker=worker)
             futures[future] = task
+            submitted[future] = time.time()
             pending.add(future)
 
         for _ in range(min(len(queue), max(1, self.workers))):
@@ -336,13 +411,18 @@ class ClusterMeasurer:
         try:
             for future in pending:
                 task = futures[future]
-                if queue:
-                    send(queue.pop(0))
                 try:
                     result = future.result()
                 except Exception as exc:  # noqa: BLE001 - a task's failure is its configurations' record
                     if isinstance(exc, ClusterError):
                         raise
+                    if isinstance(exc, NeedsArguments):
+                        # this worker's first task, again with the arrays: it takes this worker's
+                        # turn (a task from the queue sent now would find the worker without them)
+                        send(task, full=True, worker=str(exc.args[0]) if exc.args else None)
+                        continue
+                    if queue:
+                        send(queue.pop(0))
                     if _killed_worker(exc) and id(task) not in retried:
                         # Dask blames every task a dead worker held, the innocent ones queued
                         # behind the deadly one too: each gets a second run before it is recorded
@@ -350,6 +430,18 @@ class ClusterMeasurer:
                         send(task)
                         continue
                     result = {"records": [_failed(config, exc) for config in task], "worker": None}
+                else:
+                    if queue:  # at once: the worker is not idle while this result is stored
+                        send(queue.pop(0))
+                if result.get("digest", self._full_setup["digest"]) != self._full_setup["digest"]:
+                    # a silently different input would make every record of this worker wrong
+                    raise ClusterError(f"the worker {result['worker']} measures with other inputs than the client's "
+                                       "(it made the synthetic images again and got other values: another NumPy "
+                                       "version?): run the cluster's workers with the client's NumPy")
+                if "digest" in result:
+                    self.worker_digests.add(result["digest"])
+                if "started" in result:
+                    self.task_waits.append(result["started"] - submitted[future])
                 if self.options.deadline is not None and time.time() - start > self.options.deadline:
                     summary.stopped_early = True
                 for record in result["records"]:
@@ -380,7 +472,12 @@ class ClusterMeasurer:
         """`Measurer.retime` on one worker (contenders compared on one device, in turns)."""
         stored = self.stored()
         keys = {canonical_config(self.space.complete(c)) for c in configs}
-        result = self._submit(retime_task, [stored[k] for k in keys if k in stored], configs, repeats, rounds).result()
+        contenders = [stored[k] for k in keys if k in stored]
+        try:
+            result = self._submit(retime_task, contenders, configs, repeats, rounds).result()
+        except NeedsArguments as exc:
+            result = self._submit(retime_task, contenders, configs, repeats, rounds, full=True,
+                                  worker=str(exc.args[0]) if exc.args else None).result()
         updated = {}
         for record in result["records"]:
             key = canonical_config(record.config)
@@ -422,16 +519,17 @@ def worker_counts(measured_by: list[tuple[str, str]]) -> dict[str, int]:
 
 @contextmanager
 def open_measurer(cluster: Optional[ClusterSpec], program, arguments: dict, store: Store, device: Any = None,
-                  options: Optional[MeasureOptions] = None) -> Iterator[Any]:
+                  options: Optional[MeasureOptions] = None, synthetic: Optional[Synthetic] = None) -> Iterator[Any]:
     """The measurer `imagecl measure/tune` use: the engine's on this machine (cluster None), or a
-    ClusterMeasurer on the cluster `cluster` names."""
+    ClusterMeasurer on the cluster `cluster` names (`synthetic`: how `arguments` were made, so
+    that the workers make them again instead of receiving them)."""
     if cluster is None:
         with Measurer(program, arguments, store, device, options) as measurer:
             yield measurer
         return
     devices = local_devices(cluster.local_workers, device) if cluster.local_workers else None
     with open_client(cluster, devices) as client:
-        yield ClusterMeasurer(client, program, arguments, store, device, options)
+        yield ClusterMeasurer(client, program, arguments, store, device, options, synthetic=synthetic)
 
 
 def cluster_option(text: str) -> ClusterSpec:
