@@ -19,7 +19,10 @@ import numpy as np
 from .dataset import Dataset
 
 _NORMAL = NormalDist()
-FAIL_THRESHOLD = 0.5  # predicted failure probability above which a candidate is left out
+# predicted failure probability above which a candidate is left out: strict, because seeds are
+# the top few of thousands of candidates, where the time model extrapolates into the region that
+# failed (a miss costs a measurement; leaving out a good candidate among thousands costs little)
+FAIL_THRESHOLD = 0.2
 REGRESSORS = ("forest", "boosting", "bagged_nn", "ensemble")
 
 
