@@ -240,6 +240,9 @@ class Program:
              timeout: Optional[float], queue: Any, returns: str, cast: bool, timed: bool,
              allocator: Any = None, split: Any = None) -> tuple[dict, Optional[float]]:
         returns = interop.check_returns(returns)
+        if split is not None and self.info.wavefront is None:
+            raise ArgumentError(f"split= is a wavefront program's partition between devices; '{self.name}' is "
+                                "not one (several devices: devices=[...], shares=[...])")
         if self.info.wavefront is not None:  # anti-diagonals across devices: wavefront/api.py
             from .wavefront.api import run_program
 

@@ -234,3 +234,13 @@ def test_a_wavefront_program_is_not_split_into_bands():
     with pytest.raises(ArgumentError, match="wavefront program"):
         prog.iterate(2, a=np.zeros(8, np.uint8), b=np.zeros(8, np.uint8), length=np.zeros((8, 8), np.int32),
                      devices=[0])
+
+
+def test_split_is_refused_for_a_data_parallel_program():
+    """split= names a wavefront partition: on another program it is an error, not ignored."""
+    import imagecl
+    from pathlib import Path
+
+    prog = imagecl.load(Path(__file__).resolve().parent.parent / "examples" / "conway.icl")
+    with pytest.raises(ArgumentError, match="split="):
+        prog(np.zeros((8, 8), np.uint8), split={"cpu_tile": 8})
