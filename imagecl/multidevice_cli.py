@@ -114,7 +114,7 @@ def tune_split(args: argparse.Namespace, tune_one: Callable[[argparse.Namespace]
             return code
     one = copy.copy(args)
     one.device = _index_of(devices[0])
-    arguments = _synthetic_inputs(program, shape, one)
+    arguments, _ = _synthetic_inputs(program, shape, one)
     if args.iterate is not None:
         for written in program.info.outputs:
             arguments.pop(written, None)
