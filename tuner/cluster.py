@@ -31,10 +31,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from ..errors import ArgumentError, ConfigError, ImageCLError
+from ..errors import ArgumentError, ImageCLError
 from .engine import MeasureOptions, Measurer, Summary
 from .store import Record, RunKey, Store, canonical_config, settled
 from .target import ProgramTarget
+from .validate import plan_measurements
 
 RESOURCE = "opencl"  # every device worker offers one; every task takes one
 DEVICE_ENV = "IMAGECL_DEVICE"  # the worker's device (runtime/devices.select_device reads it)
@@ -352,24 +353,12 @@ class ClusterMeasurer:
     def _tasks(self, configs: list[dict], summary: Summary) -> list[list[dict]]:
         """The configurations to measure (invalid ones recorded, stored ones skipped), as tasks
         of whole source groups, about `chunk` configurations each."""
-        done = self.store.done_keys(self.run, self.options.timeout)
-        groups: dict[str, list[dict]] = {}
-        seen: set[str] = set()
-        for config in configs:
-            try:
-                full = self.space.complete(config)
-            except ConfigError as exc:
-                key = canonical_config({k: v for k, v in config.items() if isinstance(v, int)})
-                if key not in done:
-                    self.store.add(self.run, Record(dict(config), "invalid_config", None, error=str(exc)))
-                    summary.statuses["invalid_config"] += 1
-                continue
-            key = canonical_config(full)
-            if key in done or key in seen:
-                summary.skipped += 1
-                continue
-            seen.add(key)
-            groups.setdefault(canonical_config(self.space.source_key(full)), []).append(full)
+        plan = plan_measurements(self.space, configs, self.store.done_keys(self.run, self.options.timeout))
+        if plan.invalid:
+            self.store.add_many(self.run, plan.invalid)
+            summary.statuses["invalid_config"] += len(plan.invalid)
+        summary.skipped += plan.skipped
+        groups = plan.groups
         summary.sources = len(groups)
         todo = sum(len(g) for g in groups.values())
         # small enough that every worker gets several (balance, and little to redo when one

@@ -32,7 +32,7 @@ from .pipeline import BuildPipeline, source_hash
 from .spawn import main_module_hidden
 from .store import Record, Store, canonical_config, settled
 from .target import ProgramTarget, Target, run_key  # noqa: F401 - run_key: part of this module's API
-from .validate import complete_many
+from .validate import plan_measurements
 from .worker import worker_main
 
 
@@ -262,23 +262,11 @@ class Measurer:
         summary = Summary(total=len(configs))
         start = time.time()
         done = store.done_keys(run, options.timeout)
-        groups: dict[str, list[dict]] = {}
-        seen = set()
-        invalid = []
-        for config, (full, error) in zip(configs, complete_many(space, configs)):
-            if full is None:
-                key = canonical_config({k: v for k, v in config.items() if isinstance(v, int)})
-                if key not in done:
-                    invalid.append(Record(dict(config), "invalid_config", None, error=error))
-                    summary.statuses["invalid_config"] += 1
-                continue
-            key = canonical_config(full)
-            if key in done or key in seen:
-                summary.skipped += 1
-                continue
-            seen.add(key)
-            source_key = canonical_config(space.source_key(full))
-            groups.setdefault(source_key, []).append(full)
+        plan = plan_measurements(space, configs, done)
+        groups, invalid = plan.groups, plan.invalid
+        summary.skipped += plan.skipped
+        if invalid:
+            summary.statuses["invalid_config"] += len(invalid)
         summary.sources = len(groups)
         summary.phases["validate"] = time.time() - start
         if invalid:

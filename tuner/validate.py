@@ -9,6 +9,7 @@ a plain dict of known parameter names and allowed integers goes through `Space.c
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -104,3 +105,34 @@ def _complete_group(space, keys: tuple, configs: list[Mapping[str, Any]]) -> lis
         shown = ", ".join(f"{p}={full[p]}" for p in constraint.parameters if p in full)
         results.append((None, f"configuration violates a constraint ({shown}): {constraint.description}"))
     return results
+
+
+@dataclass
+class Plan:
+    """What a measurement of some configurations has to do: the valid ones not yet stored, grouped
+    by the source they build (a group shares one build), and the invalid ones as records."""
+    groups: dict[str, list[dict]] = field(default_factory=dict)
+    invalid: list = field(default_factory=list)  # Records of status invalid_config, not yet stored
+    skipped: int = 0  # stored already, or repeated
+
+
+def plan_measurements(space, configs: Sequence[Any], done: set[str]) -> Plan:
+    """`configs` checked all at once (`complete_many`): those whose canonical key is in `done`
+    skipped, the rest grouped by source key; an invalid one already recorded is not recorded again."""
+    from .store import Record, canonical_config
+
+    plan = Plan()
+    seen: set[str] = set()
+    for config, (full, error) in zip(configs, complete_many(space, configs)):
+        if full is None:
+            key = canonical_config({k: v for k, v in config.items() if isinstance(v, int)})
+            if key not in done:
+                plan.invalid.append(Record(dict(config), "invalid_config", None, error=error))
+            continue
+        key = canonical_config(full)
+        if key in done or key in seen:
+            plan.skipped += 1
+            continue
+        seen.add(key)
+        plan.groups.setdefault(canonical_config(space.source_key(full)), []).append(full)
+    return plan
