@@ -107,13 +107,18 @@ def select_device(spec: DeviceSpec = None):
                               + _listing())
         return devices[spec]
     if isinstance(spec, str):
-        fragment = spec.strip().lower()
-        matches = [d for d in devices if fragment in f"{d.platform.name} {d.name}".lower()
-                   or fragment == _kind(d).lower()]
+        matches = matching_devices(spec)
         if not matches:
             raise DeviceError(f"no OpenCL device matches '{spec}'\n" + _listing())
         return matches[0]
     raise DeviceError(f"a device is chosen by index or name fragment, not {type(spec).__name__}")
+
+
+def matching_devices(fragment: str) -> list:
+    """Every device whose platform and name contain `fragment` (case-insensitive), or whose kind
+    ("GPU", "CPU", ...) it is, in list_devices() order."""
+    wanted = fragment.strip().lower()
+    return [d for d in _all_devices() if wanted in f"{d.platform.name} {d.name}".lower() or wanted == _kind(d).lower()]
 
 
 def _listing() -> str:

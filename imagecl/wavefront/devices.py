@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from ..runtime.devices import _all_devices, _kind, select_device
+from ..runtime.devices import _all_devices, _kind, matching_devices, select_device
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,7 @@ def wavefront_devices(cpu: Any = None, gpus: Optional[Sequence[Any]] = None) -> 
         chosen = []
         for spec in gpus:
             if isinstance(spec, str) and not spec.strip().isdigit():
-                fragment = spec.strip().lower()
-                matches = [d for d in devices if fragment in f"{d.platform.name} {d.name}".lower()
-                           or fragment == _kind(d).lower()]
-                chosen.extend(matches or [select_device(spec)])  # select_device says what is missing
+                chosen.extend(matching_devices(spec) or [select_device(spec)])  # select_device says what is missing
             else:
                 chosen.append(select_device(spec))
     return Devices(cpu_device, tuple(chosen))
