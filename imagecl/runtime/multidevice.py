@@ -11,8 +11,9 @@ from the whole image, so the result is a single-device run's. Where the footprin
 (data-dependent reads, an image of other dimensions, a fixed-size array) the whole array goes.
 
 OpenCL's global offset shifts get_global_id but not get_group_id, which local-memory tiles and the
-interior fast path use for their work-group's first grid point: a banded variant's source spells
-that point from get_global_id - get_local_id instead (`banded_source`), exact for any offset.
+interior fast path use for their work-group's first grid point: each device's variant is generated
+in banded form (VariantPlan.banded), which spells that point get_global_id - get_local_id, exact for
+any offset.
 
 Iterating (`iterate`): each device keeps ping-pong buffers; every `h` steps the bands exchange the
 rows the next `h` steps read (through the host), and in between each device computes, redundantly,
@@ -24,6 +25,7 @@ provides.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
@@ -109,17 +111,6 @@ def split_rows(shares: Sequence[float], rows: int, granule: int = 1) -> list[tup
         bounds.append(min(max(b, bounds[-1]), rows))
     bounds.append(rows)
     return list(zip(bounds[:-1], bounds[1:]))
-
-
-def banded_source(source: str) -> str:
-    """The variant's source with each work-group's first grid point taken from get_global_id,
-    which includes the global offset (get_group_id does not)."""
-    out = source
-    for d in range(3):
-        out = out.replace(f"get_group_id({d}) * get_local_size({d})", f"(get_global_id({d}) - get_local_id({d}))")
-    if "get_group_id(" in out:
-        raise ExecutionError("this variant uses work-group ids in a way a band of the grid cannot shift")
-    return out
 
 
 def _boundary_rows(rows: np.ndarray, extent: int, mode: str) -> np.ndarray:
@@ -251,7 +242,7 @@ def _parts(program: Any, prepared: Any, devices: list, configs: list) -> list[Pa
         check_device(buffers, device)  # every device holds full-size arrays
         context, queue = context_and_queue(device)
         plan, full = program._plan_for(device, prepared.grid_shape, config)
-        built = launcher.build(device, banded_source(program.source_of(plan)), context=context)
+        built = launcher.build(device, program.source_of(dataclasses.replace(plan, banded=True)), context=context)
         launch = program.launch_for(plan, prepared)
         launcher.check_launch(built, program.kernel_symbol, device, launch.local_size)
         parts.append(Part(device, context, queue, plan, built, launch, full))
