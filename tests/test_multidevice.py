@@ -213,6 +213,11 @@ def test_cli_tune_across_devices_records_the_split(tmp_path):
     report = __import__("json").loads((tmp_path / "out" / "split.json").read_text())
     assert sum(report["best"]["shares"]) == pytest.approx(1.0) and report["best"]["h"] in (1, 2, 4, 8)
     assert len(report["profiles"]) == 2 and report["measured"]
+    # the device set's system model was calibrated, cached beside the device features, and predicted the split
+    terms = report["system_model"]["terms"]
+    assert len(terms["fixed"]) == 2 and len(terms["slowdown"]) == 2 and "calibrating" in done.stderr
+    cache = Path(os.environ["IMAGECL_CACHE"]) / "system_models.json"
+    assert cache.is_file() and __import__("json").loads(cache.read_text())
     assert (tmp_path / "out" / "device0").is_dir() and (tmp_path / "out" / "device1").is_dir()
     recorded = list(Path(os.environ["IMAGECL_TUNED"]).glob("*/splits/*.json"))
     assert recorded and "split:" in done.stdout
