@@ -498,9 +498,22 @@ def tune_uses_the_system_model() -> None:
     assert sorted(found.predicted) == [0.0, 1.0]
     assert found.predicted_model_seconds == pytest_approx(min(p.wall for p in found.profiles))
     assert len(found.measured) >= 3 and found.best is not None
+    # the prediction (shares and h) is the system model's, whatever the analytic model says
+    seen = []
+
+    def predict(terms, profiles, steps=None, depth=0, hs=(1, 2, 4, 8), step=None):
+        seen.append((terms, len(profiles), steps, depth))
+        return system_model.Prediction([0.3, 0.7], 2, 1.0, 2.0)
+
     free = system_model.Terms([0.0, 0.0], [0.0, 0.0])
-    found = split_tuning.tune(prog, args, devices, repeats=1, iterate=4, system=free)
-    assert found.best.h in (1, 2, 4, 8) and any(0 < s < 1 for t in found.measured for s in t.shares)
+    real, system_model.predict = system_model.predict, predict
+    try:
+        found = split_tuning.tune(prog, args, devices, repeats=1, iterate=4, system=free)
+    finally:
+        system_model.predict = real
+    assert seen == [(free, 2, 4, 2)]  # heat reads one row either side
+    assert found.predicted == [0.3, 0.7] and found.measured[0].shares == [0.3, 0.7] and found.measured[0].h == 2
+    assert found.best.h in (1, 2, 4, 8) and len(found.measured) > 3
 
 
 def pytest_approx(value: float):
