@@ -74,6 +74,25 @@ def test_needed_rows_follow_the_boundary(mode, rows, expected):
     assert got.tolist() == expected
 
 
+@pytest.mark.parametrize("mode", ["clamped", "constant", "wrap", "mirror", "reflect"])
+def test_needed_rows_of_one_run_are_every_read_row(mode):
+    """One run of rows (an iterated program's band: asked once per step) is widened directly;
+    the reference is every row of every read, mapped through the boundary."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        extent = int(rng.integers(1, 30))
+        a = int(rng.integers(0, extent + 5))
+        rows = np.arange(a, a + int(rng.integers(1, 12)))
+        reach = multidevice.Reach(int(rng.integers(0, 5)), int(rng.integers(0, 5)), mode, False)
+        got = multidevice.needed_rows(rows, reach, extent)
+        reads = (rows[:, None] + np.arange(-reach.low, reach.high + 1)[None, :]).ravel()
+        if mode == "constant":
+            expected = sorted({int(r) for r in reads if 0 <= r < extent})
+        else:
+            expected = sorted({int(multidevice._boundary_rows(np.array([r]), extent, mode)[0]) for r in reads})
+        assert got.tolist() == expected, (mode, extent, rows.tolist(), reach)
+
+
 def test_runs():
     assert multidevice.runs(np.array([0, 1, 2, 5, 6, 9])) == [(0, 3), (5, 7), (9, 10)]
     assert multidevice.runs(np.array([], dtype=int)) == []

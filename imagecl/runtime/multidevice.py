@@ -178,6 +178,19 @@ def needed_rows(rows: np.ndarray, reach: Reach, extent: int) -> np.ndarray:
         return np.arange(extent)
     if rows.size == 0:
         return rows
+    if int(rows[-1]) - int(rows[0]) + 1 == rows.size:
+        # one run [a, b) widens to one run of reads: computed as such, since an iterated program
+        # asks once per step and the host's time here is time the devices wait
+        a, b = int(rows[0]) - reach.low, int(rows[-1]) + 1 + reach.high
+        if reach.mode == "clamped":
+            return np.arange(min(max(a, 0), extent - 1), min(max(b - 1, 0), extent - 1) + 1)
+        if reach.mode == "constant" or (a >= 0 and b <= extent):
+            return np.arange(max(a, 0), max(min(b, extent), max(a, 0)))
+        return np.unique(_boundary_rows(np.arange(a, b), extent, reach.mode))
+    return _needed_rows_general(rows, reach, extent)
+
+
+def _needed_rows_general(rows: np.ndarray, reach: Reach, extent: int) -> np.ndarray:
     offsets = np.arange(-reach.low, reach.high + 1)
     touched = (rows[:, None] + offsets[None, :]).ravel()
     return np.unique(_boundary_rows(touched, extent, reach.mode))
@@ -187,6 +200,8 @@ def runs(rows: np.ndarray) -> list[tuple[int, int]]:
     """Sorted distinct rows as [start, stop) runs."""
     if rows.size == 0:
         return []
+    if int(rows[-1]) - int(rows[0]) + 1 == rows.size:
+        return [(int(rows[0]), int(rows[-1]) + 1)]
     breaks = np.flatnonzero(np.diff(rows) != 1)
     starts = np.concatenate(([rows[0]], rows[breaks + 1]))
     stops = np.concatenate((rows[breaks], [rows[-1]])) + 1
@@ -531,7 +546,7 @@ def round_rows(band: tuple[int, int], steps: int, reach: Mapping[str, Reach], fe
     sets = [np.arange(*band)]
     for _ in range(steps):
         need = [needed_rows(sets[0], reach[n], rows) for n in fed]
-        sets.insert(0, np.unique(np.concatenate(need)) if need else sets[0])
+        sets.insert(0, (need[0] if len(need) == 1 else np.unique(np.concatenate(need))) if need else sets[0])
     return sets
 
 
@@ -600,7 +615,10 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
                                                            max(int(state[inp].nbytes), 1))
         sides[id(part)] = tuple({inp: part.memory[f"\0{side}:{inp}"] for inp in fed} for side in "ab")
         for steps in {min(h, n), n % h or h}:
-            plans[(id(part), steps)] = round_rows(band, steps, reach, fed, rows)
+            sets = round_rows(band, steps, reach, fed, rows)
+            # each step's runs of rows, once per call (not per step: the host's time between kernels)
+            plans[(id(part), steps)] = sets
+            plans[(id(part), steps, "runs")] = [runs(r) for r in sets]
         every = np.unique(np.concatenate(plans[(id(part), min(h, n))][1:]))
         for name in static:  # read at every step: what any step reads, once
             if name not in part.memory:
@@ -628,6 +646,7 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
         transfers.wait()
         for part, _ in active:
             sets = plans[(id(part), steps)]
+            step_runs = plans[(id(part), steps, "runs")]
             for k in range(1, steps + 1):
                 memory = dict(part.memory)
                 for out, inp in pairs.items():
@@ -641,7 +660,7 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
                     memory[out] = other[id(part)][inp]
                     if out in zeroed:
                         cl.enqueue_fill_buffer(part.queue, memory[out], np.uint8(0), 0, state[inp].nbytes)
-                _enqueue(program, part, memory, runs(sets[k]))
+                _enqueue(program, part, memory, step_runs[k])
                 current[id(part)], other[id(part)] = other[id(part)], current[id(part)]
             part.queue.flush()
         done += steps
