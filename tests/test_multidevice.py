@@ -270,6 +270,13 @@ def test_benchmark_runs_on_two_pocl_devices(tmp_path):
         "convolution9", "median", "heat", "conway"}
     for case in report["cases"]:
         assert case["sweep"] and case["predicted_share_of_best"] > 0 and len(case["singles"]) == 2
+        assert 0 < case["predicted_system_share_of_best"] <= 1
+        assert sum(case["predicted_system"]["shares"]) == pytest.approx(1)
+    calibration = report["calibration"]
+    assert calibration["samples"] and len(calibration["terms"]["fixed"]) == 2
+    assert set(calibration["held_out"]) == {"analytic", "system_model", "tree", "boosting", "model_tree"}
+    assert all(0 < v["min"] <= v["mean"] <= 1 for v in calibration["held_out"].values())
+    assert "min_predicted_system_share_of_best" in report["summary"]
 
 
 def test_a_wavefront_program_is_not_split_into_bands():

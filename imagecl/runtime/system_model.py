@@ -235,8 +235,9 @@ def default_instances(size: Sequence[int] = (2048, 2048), steps: int = 16) -> li
     alone-times range from their fixed cost to many milliseconds of kernel."""
     w, h = (max(8, int(v)) for v in size[:2])
     sizes = [(max(8, w // 2), max(8, h // 2)), (w, h)]
+    work = [(0, False), (2, True)]  # radius, a transcendental per tap
     found = [Instance(sw, sh, radius, heavy, pixel)
-             for (sw, sh), (radius, heavy), pixel in itertools.product(sizes, [(0, False), (2, True)], ["float", "uchar"])]
+             for (sw, sh), (radius, heavy), pixel in itertools.product(sizes, work, ["float", "uchar"])]
     found += [Instance(sw, sh, 1, False, "float", steps) for sw, sh in sizes]
     return found
 
