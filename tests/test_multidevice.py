@@ -276,7 +276,9 @@ def test_benchmark_runs_on_two_pocl_devices(tmp_path):
     assert calibration["samples"] and len(calibration["terms"]["fixed"]) == 2
     assert set(calibration["held_out"]) == {"analytic", "system_model", "tree", "boosting", "model_tree"}
     assert all(0 < v["min"] <= v["mean"] <= 1 for v in calibration["held_out"].values())
-    assert "min_predicted_system_share_of_best" in report["summary"]
+    summary = report["summary"]
+    assert "min_predicted_system_share_of_best" in summary and 0 < summary["real_sweeps_held_out"]["min"] <= 1
+    assert set(summary["real_cases_on_the_sweep"]) == {"analytic", "system_model", "tree", "boosting", "model_tree"}
 
 
 def test_a_wavefront_program_is_not_split_into_bands():
