@@ -142,3 +142,13 @@ def test_calibration_is_fitted_cached_and_reloaded(two):
 
 def test_tune_predicts_with_the_system_model(two):
     two.run("tune_uses_the_system_model")
+
+
+def test_three_devices_leave_out_the_one_whose_company_costs_more_than_its_rows():
+    profiles = [_profile(20, 0, 0.1), _profile(20, 0, 0.1), _profile(60, 0, 0.1)]
+    # no co-running cost: all three take part, in proportion to their speed (3 : 3 : 1)
+    free = system_model.predict(Terms.none(3), profiles)
+    assert free.shares == pytest.approx([3 / 7, 3 / 7, 1 / 7], abs=0.021)
+    # the third device adds 9 ms to a call it joins: the other two share
+    found = system_model.predict(Terms([0.0, 0.0, 0.009], [0.0, 0.0, 0.0]), profiles)
+    assert found.shares == pytest.approx([0.5, 0.5, 0.0], abs=0.021)

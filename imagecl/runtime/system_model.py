@@ -120,7 +120,7 @@ def predict(terms: Terms, profiles: Sequence[Profile], steps: Optional[int] = No
     """The split (and h) the system model puts fastest; one device alone unless a split gains
     more than SPLIT_MARGIN."""
     count = len(profiles)
-    step = step or {1: 1.0, 2: 0.01, 3: 0.02}.get(count, 0.05)
+    step = step or {1: 1.0, 2: 0.01, 3: 0.02, 4: 0.05}.get(count, 0.1)
     iterate = steps is not None
     best_single: Optional[tuple[float, list[float]]] = None
     best_split: Optional[tuple[float, list[float], Optional[int]]] = None
