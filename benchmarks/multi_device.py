@@ -197,7 +197,11 @@ def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps:
                        key=lambda sh: sum(abs(a - b) for a, b in zip(sh, shares)))
             return min(r["median_s"] for r in result["sweep"] if tuple(r["shares"]) == near)
 
-        learned = learned_shares(samples, profiles, steps, depth)
+        try:
+            learned = learned_shares(samples, profiles, steps, depth)
+        except Exception as exc:  # noqa: BLE001 - the case's measurements matter more
+            result["learners_error"] = f"{type(exc).__name__}: {exc}"
+            learned = {}
         result["on_the_sweep"] = {name: {"shares": [1 - v, v], "share_of_best": best_swept / swept([1 - v, v])}
                                   for name, v in learned.items()}
         for name, shares in (("analytic", predicted), ("system_model", found.shares)):
@@ -355,15 +359,25 @@ def real_sweeps_held_out(cases: list, count: int, hs: list[int]) -> dict:
     return {"mean": statistics.mean(scores), "min": min(scores), "each": scores}
 
 
+def _guarded(analysis) -> dict:
+    """An analysis of what was measured; its failure is reported, and the measurements kept."""
+    try:
+        return analysis()
+    except Exception as exc:  # noqa: BLE001 - the run's measurements must reach the JSON
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
 def calibrate(devices: list, quick: bool, repeats: int, hs: list[int]) -> tuple:
     instances = (system_model.default_instances((160, 128), 4) if quick
                  else system_model.default_instances((2048, 2048), 16))
     t0 = time.time()
     model = system_model.calibrate(devices, instances, repeats, log=lambda line: print(line, flush=True))
     seconds = time.time() - t0
-    compared = held_out(model.samples, len(devices), hs)
+    compared = _guarded(lambda: held_out(model.samples, len(devices), hs))
     print(f"system model: {model.terms} (median error {model.fit_error:.0%}, {seconds:.0f} s)")
     for name, v in compared.items():
+        if name == "error":
+            continue
         print(f"  held-out synthetic programs, {name:12s}: {v['mean']:.0%} of the best split's speed on average, "
               f"{v['min']:.0%} at worst")
     return model, {"seconds": seconds, "terms": dataclasses.asdict(model.terms), "fit_error": model.fit_error,
@@ -430,14 +444,15 @@ def main(argv=None) -> int:
                "mean_predicted_system_share_of_best": statistics.mean(system_shares),
                "min_predicted_system_share_of_best": min(system_shares),
                "calibration_s": calibration["seconds"],
-               "held_out_synthetic": {k: {"mean": v["mean"], "min": v["min"]}
+               "held_out_synthetic": {k: {"mean": v["mean"], "min": v["min"]} if isinstance(v, dict) else v
                                       for k, v in calibration["held_out"].items()},
                "real_cases_on_the_sweep": {k: {"mean": statistics.mean(c["on_the_sweep"][k]["share_of_best"]
                                                                      for c in cases),
                                                "min": min(c["on_the_sweep"][k]["share_of_best"] for c in cases)}
-                                           for k in (cases[0].get("on_the_sweep") or {})},
-               "real_sweeps_held_out": {k: v for k, v in real_sweeps_held_out(cases, len(devices), hs).items()
-                                        if k != "each"},
+                                           for k in (cases[0].get("on_the_sweep") or {})
+                                           if all(k in c.get("on_the_sweep", {}) for c in cases)},
+               "real_sweeps_held_out": _guarded(lambda: {k: v for k, v in real_sweeps_held_out(
+                   cases, len(devices), hs).items() if k != "each"}),
                "mean_tuned_share_of_best": statistics.mean(c["tuned_share_of_best"] for c in cases)}
     print(f"predicted split: {summary['mean_predicted_share_of_best']:.0%} of the best split's speed on average, "
           f"{summary['min_predicted_share_of_best']:.0%} at worst; tuned {summary['mean_tuned_share_of_best']:.0%} "
@@ -445,8 +460,9 @@ def main(argv=None) -> int:
     print(f"predicted with the system model: {summary['mean_predicted_system_share_of_best']:.0%} on average, "
           f"{summary['min_predicted_system_share_of_best']:.0%} at worst")
     v = summary["real_sweeps_held_out"]
-    print(f"  the model's terms fitted on the other real programs' sweeps instead: {v['mean']:.0%} on average, "
-          f"{v['min']:.0%} at worst (judged on the sweep)")
+    if "error" not in v:
+        print(f"  the model's terms fitted on the other real programs' sweeps instead: {v['mean']:.0%} on average, "
+              f"{v['min']:.0%} at worst (judged on the sweep)")
     for name, v in summary["real_cases_on_the_sweep"].items():
         print(f"  real programs judged on the sweep, {name:12s}: {v['mean']:.0%} on average, {v['min']:.0%} at worst")
     out = Path(args.out)
