@@ -47,6 +47,7 @@ class VariantPlan:
     wg: Optional[tuple[int, ...]] = None  # None: the driver chooses (the naive variant)
     interior: bool = False  # work-groups inside the image run a copy without boundary handling
     vector_x: int = 0  # in that copy, runs along x: 1 vector loads/stores around scalar code, 2 vector code (LANES)
+    banded: bool = False  # built to run over a band of the grid through a global work offset (runtime/multidevice.py)
 
     @staticmethod
     def naive(info: ProgramInfo) -> "VariantPlan":
