@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import imagecl  # noqa: E402
 from imagecl.errors import ConfigError  # noqa: E402
+from imagecl.bench.split_confirm import confirm  # noqa: E402
 from imagecl.runtime import multidevice, split_tuning, system_model  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -114,28 +115,6 @@ def timed(call, repeats: int) -> dict:
         call()
         runs.append(time.perf_counter() - start)
     return {"median_s": statistics.median(runs), "min_s": min(runs), "max_s": max(runs), "runs": runs}
-
-
-def confirm(call, result: dict, rounds: int, leaders: int = 3) -> list[dict]:
-    """The finalists timed again in interleaved rounds (one call of each per round), so that a slow
-    moment of the host or a device hits all of them alike and the sweep's luckiest median (the
-    minimum of many noisy ones) is not what the ratios divide by."""
-    candidates = [{"role": "single", "device": s["device"], "shares": s["shares"], "h": s["h"] if "h" in s else None}
-                  for s in result["singles"]]
-    candidates.append({"role": "predicted", "shares": result["predicted"]["shares"], "h": result["predicted"]["h"]})
-    candidates.append({"role": "predicted_system", "shares": result["predicted_system"]["shares"],
-                       "h": result["predicted_system"]["h"]})
-    candidates.append({"role": "tuned", "shares": result["tuned"]["shares"], "h": result["tuned"]["h"]})
-    for r in sorted(result["sweep"], key=lambda r: r["median_s"])[:leaders]:
-        candidates.append({"role": "sweep", "shares": r["shares"], "h": r["h"]})
-    runs = [[] for _ in candidates]
-    for _ in range(rounds):
-        for c, times in zip(candidates, runs):
-            start = time.perf_counter()
-            call(c["shares"], c["h"])
-            times.append(time.perf_counter() - start)
-    return [{**c, "median_s": statistics.median(t), "min_s": min(t), "max_s": max(t), "runs": t}
-            for c, times in zip(candidates, runs) for t in [times]]
 
 
 def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps: int | None, repeats: int,

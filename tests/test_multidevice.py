@@ -303,3 +303,31 @@ def test_split_is_refused_for_a_data_parallel_program():
     prog = imagecl.load(Path(__file__).resolve().parent.parent / "examples" / "conway.icl")
     with pytest.raises(ArgumentError, match="split="):
         prog(np.zeros((8, 8), np.uint8), split={"cpu_tile": 8})
+
+
+def test_confirmation_times_one_split_once_whatever_its_roles():
+    """The benchmark's confirmation: a prediction that is 'the GPU alone' (also a single, the tuned
+    split and a sweep leader, at another h) is the same split and gets the same times, so the best
+    split is never a lucky repeat of the predicted one; different splits keep their own."""
+    from imagecl.bench.split_confirm import confirm, split_identity
+
+    calls = []
+    clock = iter(range(1, 10_000))
+
+    def call(shares, h):
+        calls.append((tuple(shares), h))
+        next(clock)
+
+    alone, split = [1.0, 0.0], [0.9, 0.1]
+    result = {"singles": [{"device": "gpu", "shares": alone, "h": 1}, {"device": "cpu", "shares": [0.0, 1.0], "h": 1}],
+              "predicted": {"shares": split, "h": 2}, "predicted_system": {"shares": alone, "h": 4},
+              "tuned": {"shares": alone, "h": 2},
+              "sweep": [{"shares": alone, "h": 8, "median_s": 1.0}, {"shares": split, "h": 2, "median_s": 1.1},
+                        {"shares": split, "h": 4, "median_s": 1.2}]}
+    confirmed = confirm(call, result, rounds=3)
+    distinct = {(alone_t, None) for alone_t in [(1.0, 0.0), (0.0, 1.0)]} | {((0.9, 0.1), 2), ((0.9, 0.1), 4)}
+    assert set(calls) == distinct and len(calls) == 3 * len(distinct)
+    gpu_alone = [c for c in confirmed if split_identity(c["shares"], c["h"]) == ((1.0, 0.0), None)]
+    assert len(gpu_alone) == 4 and len({tuple(c["runs"]) for c in gpu_alone}) == 1
+    splits = {c["h"]: c["runs"] for c in confirmed if tuple(c["shares"]) == (0.9, 0.1)}
+    assert splits[2] != splits[4]
