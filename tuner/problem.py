@@ -85,6 +85,15 @@ class Problem:
     def config(self, row: Iterable[Any]) -> Config:
         return {n: int(v) for n, v in zip(self.names, row)}
 
+    # ---- announcements ---------------------------------------------------------------------
+    # whether `prefetch` does anything (a live problem that builds ahead): strategies skip the
+    # work of choosing what to announce otherwise
+    prefetching = False
+
+    def prefetch(self, configs: Sequence[Config]) -> None:
+        """The configurations a strategy expects to measure next, in order (a hint: a live
+        problem builds their sources ahead, tuner/ahead.py); it changes no result."""
+
     # ---- validity --------------------------------------------------------------------------
     def valid_mask(self, columns: Columns) -> np.ndarray:
         """Statically valid rows among `columns` (override for constrained spaces)."""

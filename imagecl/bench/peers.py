@@ -135,6 +135,7 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
     configurations and what the tuning did. The session's confirmation is left out: `imagecl_side`
     times the three fastest again itself, as it times the naive variant and the peers."""
     from imagecl.tuner.engine import MeasureOptions, Measurer
+    from imagecl.tuner.phases import phase_report
     from imagecl.tuner.session import SessionOptions, run_session
     from imagecl.tuner.store import Store
 
@@ -157,7 +158,8 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
             session = run_session(measurer, SessionOptions(budget=budget, seed=seed, confirm=0, transfer=False,
                                                            seconds=max(0.0, started + seconds - time.time())))
             info.update(tuned_seconds=time.time() - started, evaluations=session.evaluations, budget=budget,
-                        speedup_over_naive=session.speedup)
+                        speedup_over_naive=session.speedup,
+                        phases=phase_report(measurer, time.time() - started))
         records = list(measurer.stored().values())
     ok = [r for r in records if r.status == "ok" and r.time is not None]
     info["measured"] = len(records)

@@ -1,0 +1,117 @@
+"""Building a live search's next proposals ahead (tuner/ahead.py) and the run's phase report
+(tuner/phases.py): announcing changes nothing the search measures, the engine takes the builds
+ahead instead of building again in the worker, and the report says where the seconds went."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import imagecl
+from imagecl.space import DeviceLimits
+from imagecl.tuner.engine import MeasureOptions, Measurer
+from imagecl.tuner.live import LiveProblem
+from imagecl.tuner.phases import describe_phases, phase_report
+from imagecl.tuner.session import SessionOptions, run_session
+from imagecl.tuner.store import Store, canonical_config
+
+from test_session import FakeMeasurer
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+LIMITS = DeviceLimits(name="test device", max_work_group_size=256, max_work_item_sizes=(256, 256, 64),
+                      local_mem_size=48 * 1024)
+
+
+class _Announced:
+    """Stands for a BuildAhead: the measurer has one, so the live problem announces."""
+
+
+class AnnouncingMeasurer(FakeMeasurer):
+    """The stand-in measurer, recording every announcement (Measurer.prefetch) and, for each
+    measured configuration, whether it had been announced before it was measured."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.ahead = _Announced()
+        self.announced: list[str] = []
+        self.hits: list[bool] = []
+
+    def prefetch(self, configs):
+        self.announced.extend(canonical_config(self.space.complete(c)) for c in configs)
+        return len(configs)
+
+    def measure(self, configs, progress=None):
+        for config in configs:
+            self.hits.append(canonical_config(self.space.complete(config)) in self.announced)
+        return super().measure(configs, progress)
+
+
+def _seconds(config) -> float:  # a deterministic, structured landscape: the model has something to learn
+    return (1.0 + 0.3 * abs(config["wg_x"] - 8) + 0.2 * abs(config["wg_y"] - 4)) / (config["px_x"] * config["px_y"]) ** 0.5
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "ml"])
+def test_announcing_changes_nothing_the_search_measures(tmp_path, strategy):
+    space = imagecl.load(EXAMPLES / "sobel.icl").space_for_limits(LIMITS)
+    runs = {}
+    for kind in (FakeMeasurer, AnnouncingMeasurer):
+        with Store(tmp_path / f"{kind.__name__}.db") as store:
+            measurer = kind(space, store, _seconds)
+            result = run_session(measurer, SessionOptions(strategy=strategy, budget=24, seed=5, confirm=0,
+                                                          transfer=False))
+        runs[kind] = (measurer, result)
+    plain, announcing = runs[FakeMeasurer], runs[AnnouncingMeasurer]
+    assert [canonical_config(c) for c in announcing[0].measured] == [canonical_config(c) for c in plain[0].measured]
+    assert announcing[1].history == plain[1].history and announcing[1].best_config == plain[1].best_config
+    # the whole first stage, and a share of the walks' picks, were known before they were measured
+    stage1 = announcing[1].info["stage1"]
+    assert all(announcing[0].hits[1:1 + stage1])  # [0]: the baseline, measured before the search
+    assert sum(announcing[0].hits[1 + stage1:]) >= 1
+
+
+def test_builds_ahead_are_taken_and_give_the_same_records(tmp_path, monkeypatch):
+    """On PoCL (forced: a CPU device does not build ahead by default): the same configurations
+    measured with and without building ahead give the same records (statuses, sources, checks),
+    and the worker builds nothing that was built ahead."""
+    monkeypatch.setenv("IMAGECL_CACHE", str(tmp_path / "cache-unused"))
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    args = {"input": np.random.default_rng(0).random((24, 40), dtype=np.float32)}
+    space = prog.space_for(problem_shape=(24, 40))
+    configs = space.random(3, seed=11)
+    records = {}
+    for ahead in (False, True):
+        options = MeasureOptions(prebuild=False, build_ahead=ahead, build_workers=1,
+                                 cache_dir=tmp_path / f"cache-{ahead}")
+        with Store(tmp_path / f"{ahead}.db") as store, Measurer(prog, args, store, None, options) as measurer:
+            assert (measurer.ahead is not None) == ahead
+            problem = LiveProblem(measurer.space, measurer)
+            assert problem.prefetching == ahead
+            problem.prefetch(configs)  # as a first stage announces its sample
+            for config in configs:
+                problem.evaluate(config)
+            report = phase_report(measurer, 1.0)
+            records[ahead] = {canonical_config(r.config): (r.status, r.source_hash, r.verified)
+                              for r in store.records()}
+        if ahead:
+            assert measurer.counts["ahead_built"] == len(configs) and report["ahead"]["counts"]["built"] == 3
+            assert report["phases"].get("worker_build", 0.0) == 0.0  # loaded from the builders' binaries
+            assert report["phases"]["worker_load"] > 0 and report["ahead"]["build_cpu"] > 0
+        else:
+            assert report["phases"]["worker_build"] > 0 and "ahead" not in report
+    assert records[True] == records[False] and len(records[True]) == 3
+    assert all(status == "ok" and verified for status, _, verified in records[True].values())
+
+
+def test_the_phase_report_names_where_the_seconds_went():
+    class M:
+        phases = {"start": 2.0, "measure": 5.0, "worker_build": 3.5, "worker_launch": 1.0, "validate": 0.001}
+        counts = {"sources": 4, "ahead_built": 3, "ahead_none": 1}
+        ahead = None
+
+    report = phase_report(M(), 8.0)
+    assert report["other_seconds"] == pytest.approx(8.0 - 7.001)
+    text = describe_phases(report)
+    assert "start 2.00 s, measure 5.00 s" in text and "validate" not in text  # under 5 ms: left out
+    assert "worker_build 3.50 s, worker_launch 1.00 s" in text
+    assert "sources measured: 4 (built ahead: built 3, none 1)" in text
