@@ -49,6 +49,20 @@ class BuildAhead:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def warm(self) -> None:
+        """Start the builders now (Python, pyopencl, the device's context), while the worker
+        starts and the baseline runs, rather than when the first announcement waits for them."""
+        if self.pool is None:
+            self.pool = self._new_pool()
+            with main_module_hidden():
+                for _ in range(self.workers):
+                    self.pool.submit(_warm, self.device[0])
+
+    def _new_pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        context = multiprocessing.get_context("spawn")
+        return concurrent.futures.ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
+                                                      initializer=_ignore_interrupts)
+
     def announce(self, jobs: Mapping[str, Job]) -> int:
         """Build `jobs` (source key -> job) ahead, in their order; the builds of an earlier
         announcement not yet started and not in `jobs` are dropped. Returns how many were queued."""
@@ -61,9 +75,7 @@ class BuildAhead:
             if key in self.futures:
                 continue
             if self.pool is None:
-                context = multiprocessing.get_context("spawn")
-                self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
-                                                                   initializer=_ignore_interrupts)
+                self.pool = self._new_pool()
             try:
                 with main_module_hidden():  # the pool starts its processes as jobs are submitted
                     self.futures[key] = self.pool.submit(_build_job, self.device, str(self.cache.directory), key,
@@ -115,6 +127,14 @@ class BuildAhead:
         """Stop the builders (a build under way is not needed any more) and remove the marks."""
         self._stop()
         self._marks.cleanup()
+
+
+def _warm(device_index: int) -> None:
+    """A builder's start: what every build needs (pyopencl, the device's context, the code generator)."""
+    import imagecl  # noqa: F401 - imported once per builder, as the builds need it
+    from imagecl.runtime.devices import _all_devices, context_and_queue
+
+    context_and_queue(_all_devices()[device_index])
 
 
 def ahead_by_default(device) -> bool:

@@ -222,6 +222,7 @@ class Measurer:
         if ahead:
             self.ahead = BuildAhead(self.cache, self.device_index, self.device.name.strip(),
                                     self.device.driver_version.strip(), workers=self.options.build_workers)
+            self.ahead.warm()
         self.worker = _Worker({**self.target.worker_setup(), "device_index": self.device_index,
                                "cache_dir": str(self.cache.directory), "repeats": self.options.repeats,
                                "max_repeats": self.options.max_repeats, "max_spread": self.options.max_spread})
