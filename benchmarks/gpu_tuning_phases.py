@@ -9,7 +9,9 @@
 2. --probe: hand-picked configurations of the 3-D convolution (work-group shapes with z, points
    per work-item along z and x, the interior fast path, vector loads, constant filter) measured
    on the full 256^3 problem, with their share of the copy rate: whether the space holds a
-   variant faster than the naive one, which three tuning runs of 24 never found.
+   variant faster than the naive one, which three tuning runs of 24 never found. Then the three
+   fastest of them, and the stored H100 tuned configurations of convolution 3x3 and sobel, as
+   generated and with every __global pointer restrict (outputs compared).
 
 About 3 minutes on an H100 with the defaults. --quick: the workloads' small sizes (PoCL tests).
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -94,6 +97,72 @@ def probe(workload, device, quick: bool, bandwidth: float) -> dict:
             "seconds": summary.seconds, "fastest": rows[:20], "failed": failed[:10]}
 
 
+def with_restrict(source: str) -> str:
+    """The source with every __global pointer marked restrict (the arguments are distinct buffers):
+    lets the compiler keep loads in registers across a work-item's points and read const
+    arrays through the read-only data cache."""
+    return re.sub(r"(__global (?:const )?\w+\*) ", r"\1 restrict ", source)
+
+
+def restrict_experiment(workload, configs: list[dict], device, quick: bool, bandwidth: float) -> list[dict]:
+    """Each configuration's kernel as generated and with restrict pointers, timed back to back
+    (profiling events, median of 30 launches after 3), outputs compared."""
+    import pyopencl as cl
+
+    from imagecl.runtime import launcher
+
+    shape = workload.quick if quick else workload.full
+    args = workload.make(shape, np.random.default_rng(0))
+    program = imagecl.compile(workload.source, f"<{workload.key}>")
+    session = Session(program, args, device)
+    moved = workload.bytes_moved(args)
+    rows = []
+    for config in configs:
+        try:
+            plan = program.plan(dict(config), device)
+            source = program.source_of(plan)
+            launch = program.launch_for(plan, session.prepared)
+            row = {"config": config}
+            outputs = {}
+            for name, text in (("generated", source), ("restrict", with_restrict(source))):
+                kernel = launcher.bind(launcher.build(device, text), program.kernel_symbol, launch,
+                                       session._memory(launch))
+                times = []
+                for i in range(33):
+                    event = cl.enqueue_nd_range_kernel(session.queue, kernel, launch.global_size, launch.local_size)
+                    event.wait()
+                    if i >= 3:
+                        times.append((event.profile.end - event.profile.start) * 1e-9)
+                outputs[name] = session.download()
+                row[name + "_ms"] = float(np.median(times)) * 1e3
+                row[name + "_copy_share"] = moved / float(np.median(times)) / bandwidth
+            row["same_output"] = all(np.allclose(outputs["generated"][k], outputs["restrict"][k], rtol=1e-5,
+                                                 atol=1e-5, equal_nan=True) for k in outputs["generated"])
+        except Exception as exc:  # noqa: BLE001 - an experiment: say what failed and go on
+            row = {"config": config, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        rows.append(row)
+        if "error" in row:
+            print(f"  {workload.key}: {row['error']}")
+        else:
+            print(f"  {workload.key}: generated {row['generated_ms']:.4f} ms ({row['generated_copy_share']:.0%}), "
+                  f"restrict {row['restrict_ms']:.4f} ms ({row['restrict_copy_share']:.0%}), same output "
+                  f"{row['same_output']} for {json.dumps(config)}")
+    return rows
+
+
+def stored_configs(key: str) -> list[dict]:
+    """The tuned configurations of `key` in the H100 peers results (one per tuning run)."""
+    try:
+        result = json.loads((ROOT / "benchmarks/results/peers-nvidia.json").read_text())
+    except (OSError, ValueError):
+        return []
+    out = []
+    for record in result.get("records", []):
+        if record.get("workload") == key:
+            out.extend(run["config"] for run in record["imagecl"].get("runs", []) if run.get("config"))
+    return out
+
+
 def tuning_run(workload, device, quick: bool, seconds: float, budget: int, ahead: bool) -> dict:
     shape = workload.quick if quick else workload.full
     args = workload.make(shape, np.random.default_rng(0))
@@ -142,6 +211,13 @@ def main(argv=None) -> int:
     if not args.no_probe:
         result["probe"] = probe(by_key["conv3d"], device, args.quick, copy)
         save()
+        print("\nrestrict pointers (the same kernels, every __global pointer restrict):")
+        result["restrict"] = {}
+        fastest = [row["config"] for row in result["probe"]["fastest"][:3]]
+        for key, configs in (("conv3d", fastest), ("conv3", stored_configs("conv3")),
+                             ("sobel", stored_configs("sobel"))):
+            result["restrict"][key] = restrict_experiment(by_key[key], configs[:3], device, args.quick, copy)
+            save()
     compare = [k for k in args.compare_ahead.split(",") if k]
     for key in [k for k in args.workloads.split(",") if k]:
         for ahead in ((True, False) if key in compare else (True,)):
