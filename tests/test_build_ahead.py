@@ -115,3 +115,33 @@ def test_the_phase_report_names_where_the_seconds_went():
     assert "start 2.00 s, measure 5.00 s" in text and "validate" not in text  # under 5 ms: left out
     assert "worker_build 3.50 s, worker_launch 1.00 s" in text
     assert "sources measured: 4 (built ahead: built 3, none 1)" in text
+
+
+def test_a_build_ahead_that_is_late_is_waited_for_less_each_time(tmp_path):
+    """A builder far slower than the worker (seen on NVIDIA: 25 s for a source the worker built in
+    under 1 s) costs a bounded wait: halved at each late build, down to taking finished ones only."""
+    from collections import Counter
+
+    from imagecl.tuner.engine import Summary
+
+    class LateBuilds:
+        def __init__(self) -> None:
+            self.counts, self.asked = Counter(), []
+
+        def wait(self, key, seconds):
+            self.asked.append(seconds)
+            self.counts["waited_too_long"] += 1
+            return None
+
+        def close(self) -> None:
+            pass
+
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    args = {"input": np.zeros((8, 8), np.float32)}
+    with Store(tmp_path / "s.db") as store, \
+            Measurer(prog, args, store, None, MeasureOptions(prebuild=False, build_ahead=False)) as measurer:
+        measurer.ahead = late = LateBuilds()
+        for _ in range(6):
+            measurer._wait_ahead("source", Summary())
+    assert late.asked == [2.0, 1.0, 0.5, 0.25, 0.0, 0.0]
+    assert measurer.counts["ahead_none"] == 6

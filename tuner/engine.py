@@ -49,6 +49,10 @@ class MeasureOptions:
     # prebuild=False (a live search, a few configurations a call): build the sources the search
     # announces (Measurer.prefetch) ahead in builder processes (ahead.py); None: on a GPU only
     build_ahead: Optional[bool] = None
+    # seconds the engine waits for a build ahead under way before the worker builds it itself;
+    # halved whenever one is not done in time (a builder on NVIDIA once took 25 s for a source the
+    # worker built in under 1 s), down to taking only finished builds
+    ahead_wait: float = 2.0
     deadline: Optional[float] = None  # seconds for the whole call; stops cleanly after the result in flight
 
     def __post_init__(self) -> None:
@@ -219,6 +223,7 @@ class Measurer:
         if ahead is None:
             ahead = not self.options.prebuild and ahead_by_default(self.device)
         self.ahead: Optional[BuildAhead] = None
+        self._ahead_wait = max(0.0, float(self.options.ahead_wait))
         if ahead:
             self.ahead = BuildAhead(self.cache, self.device_index, self.device.name.strip(),
                                     self.device.driver_version.strip(), workers=self.options.build_workers)
@@ -346,12 +351,15 @@ class Measurer:
         return summary
 
     def _wait_ahead(self, source_key: str, summary: Summary) -> None:
-        """Wait for the source's build ahead, if one is under way (the worker would build it a
-        second time); at most the measurement's timeout, as the worker's own build would take."""
+        """Wait for the source's build ahead, if one is under way, for a while (see
+        MeasureOptions.ahead_wait): the worker builds it itself after that."""
         if self.ahead is None:
             return
         t = time.time()
-        built = self.ahead.wait(source_key, self.options.timeout)
+        late = self.ahead.counts["waited_too_long"]
+        built = self.ahead.wait(source_key, self._ahead_wait)
+        if self.ahead.counts["waited_too_long"] > late:
+            self._ahead_wait = self._ahead_wait / 2 if self._ahead_wait > 0.25 else 0.0
         summary.phases["wait_for_ahead"] = summary.phases.get("wait_for_ahead", 0.0) + time.time() - t
         self.counts["ahead_" + (built.status if built is not None else "none")] += 1
 
