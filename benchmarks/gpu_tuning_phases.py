@@ -13,7 +13,7 @@
    fastest of them, and the stored H100 tuned configurations of convolution 3x3 and sobel, as
    generated and with every __global pointer restrict (outputs compared).
 
-About 3 minutes on an H100 with the defaults. --quick: the workloads' small sizes (PoCL tests).
+About 4 minutes on an H100 with the defaults (--seconds 20). --quick: the workloads' small sizes (PoCL tests).
 """
 from __future__ import annotations
 
@@ -188,8 +188,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="nvidia")
     parser.add_argument("--out", default="tuning-phases.json")
     parser.add_argument("--workloads", default="conv11,median7,conv3d")
-    parser.add_argument("--compare-ahead", default="median7", help="workloads also tuned without building ahead")
-    parser.add_argument("--seconds", type=float, default=25.0)
+    parser.add_argument("--compare-ahead", default="median7,conv11", help="workloads also tuned without building ahead")
+    parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--budget", type=int, default=24)
     parser.add_argument("--no-probe", action="store_true")
     parser.add_argument("--quick", action="store_true")
