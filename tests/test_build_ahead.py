@@ -145,3 +145,30 @@ def test_a_build_ahead_that_is_late_is_waited_for_less_each_time(tmp_path):
             measurer._wait_ahead("source", Summary())
     assert late.asked == [2.0, 1.0, 0.5, 0.25, 0.0, 0.0]
     assert measurer.counts["ahead_none"] == 6
+
+
+def _union_sample(problem, n, rng):  # sample_matrix's rejection sampling as it was: one union1d per draw
+    chosen = np.zeros(0, dtype=np.int64)
+    for _ in range(64):
+        draw = rng.integers(0, problem.size, size=max(2 * (n - len(chosen)), 1024), dtype=np.int64)
+        chosen = np.union1d(chosen, draw[problem._mask_rows(problem._decode(draw))])
+        if len(chosen) >= n:
+            break
+    return problem._decode(rng.permutation(chosen)[:n])
+
+
+@pytest.mark.parametrize("n", [1, 700, 5000, 40_000])
+def test_sampling_a_large_space_draws_what_it_drew_before(n):
+    """The faster union (problem._SortedUnion) leaves every sample as it was, so searches too."""
+    from imagecl.tuner.problem import MAX_ENUMERATE, Parameter, Problem
+
+    class Sparse(Problem):  # too large to list; about one configuration in 7 valid
+        def valid_mask(self, columns):
+            return (columns["a"] + 2 * columns["b"] + columns["c"]) % 7 == 0
+
+    problem = Sparse([Parameter(name, list(range(60))) for name in "abcd"] + [Parameter("e", list(range(40)))])
+    assert problem.size > MAX_ENUMERATE and problem.candidate_matrix() is None
+    for seed in range(3):
+        got = problem.sample_matrix(n, np.random.default_rng(seed))
+        assert np.array_equal(got, _union_sample(problem, n, np.random.default_rng(seed)))
+        assert len(got) == n and len({tuple(r) for r in got}) == n
