@@ -23,17 +23,13 @@ LIMITS = DeviceLimits(name="test device", max_work_group_size=256, max_work_item
                       local_mem_size=48 * 1024)
 
 
-class _Announced:
-    """Stands for a BuildAhead: the measurer has one, so the live problem announces."""
-
-
 class AnnouncingMeasurer(FakeMeasurer):
     """The stand-in measurer, recording every announcement (Measurer.prefetch) and, for each
     measured configuration, whether it had been announced before it was measured."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.ahead = _Announced()
+        self.builds_ahead = True  # so the live problem announces
         self.announced: list[str] = []
         self.hits: list[bool] = []
 
@@ -84,7 +80,7 @@ def test_builds_ahead_are_taken_and_give_the_same_records(tmp_path, monkeypatch)
         options = MeasureOptions(prebuild=False, build_ahead=ahead, build_workers=1,
                                  cache_dir=tmp_path / f"cache-{ahead}")
         with Store(tmp_path / f"{ahead}.db") as store, Measurer(prog, args, store, None, options) as measurer:
-            assert (measurer.ahead is not None) == ahead
+            assert measurer.builds_ahead == ahead and measurer.ahead is None  # no builder before a search
             problem = LiveProblem(measurer.space, measurer)
             assert problem.prefetching == ahead
             problem.prefetch(configs)  # as a first stage announces its sample

@@ -222,12 +222,9 @@ class Measurer:
         ahead = self.options.build_ahead
         if ahead is None:
             ahead = not self.options.prebuild and ahead_by_default(self.device)
-        self.ahead: Optional[BuildAhead] = None
+        self.builds_ahead = bool(ahead)
+        self.ahead: Optional[BuildAhead] = None  # started by warm_ahead (a search's start) or the first prefetch
         self._ahead_wait = max(0.0, float(self.options.ahead_wait))
-        if ahead:
-            self.ahead = BuildAhead(self.cache, self.device_index, self.device.name.strip(),
-                                    self.device.driver_version.strip(), workers=self.options.build_workers)
-            self.ahead.warm()
         self.worker = _Worker({**self.target.worker_setup(), "device_index": self.device_index,
                                "cache_dir": str(self.cache.directory), "repeats": self.options.repeats,
                                "max_repeats": self.options.max_repeats, "max_spread": self.options.max_spread})
@@ -243,11 +240,20 @@ class Measurer:
         if self.ahead is not None:
             self.ahead.close()
 
+    def warm_ahead(self) -> None:
+        """Start the builders when building ahead (a search is about to start), so that they are
+        ready by its first announcement; a measurer no search announces to starts none."""
+        if self.builds_ahead and self.ahead is None:
+            self.ahead = BuildAhead(self.cache, self.device_index, self.device.name.strip(),
+                                    self.device.driver_version.strip(), workers=self.options.build_workers)
+            self.ahead.warm()
+
     def prefetch(self, configs: list[dict]) -> int:
         """Build the sources of `configs` (a search's next proposals) ahead, when building ahead
         (ahead.py); those stored or invalid are left out. Returns how many builds were queued."""
-        if self.ahead is None or not configs:
+        if not self.builds_ahead or not configs:
             return 0
+        self.warm_ahead()
         t = time.time()
         plan = plan_measurements(self.space, configs, self.store.done_keys(self.run, self.options.timeout))
         queued = self.ahead.announce({k: self.target.build_job(g[0]) for k, g in plan.groups.items()})

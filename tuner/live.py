@@ -34,7 +34,7 @@ class LiveProblem(Problem):
 
     @property
     def prefetching(self) -> bool:
-        return getattr(self.measurer, "ahead", None) is not None
+        return bool(getattr(self.measurer, "builds_ahead", False))
 
     def prefetch(self, configs: Sequence[Mapping[str, int]]) -> None:
         if not self.prefetching:

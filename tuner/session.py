@@ -142,6 +142,9 @@ def run_session(measurer: Measurer, options: SessionOptions) -> SessionResult:
     name, fn, budget = resolve(options, space)
     if name in MODEL_STRATEGIES:
         import_in_background()  # torch's import overlaps the baseline's measurement (the worker's start)
+    warm = getattr(measurer, "warm_ahead", None)
+    if warm is not None:
+        warm()  # the builders start with the search (tuner/ahead.py)
 
     def emit(config: Mapping[str, int], seconds: Optional[float], phase: str) -> None:
         event = Measurement(run, dict(config), seconds, phase)
