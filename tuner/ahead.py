@@ -32,11 +32,15 @@ from .spawn import main_module_hidden
 class BuildAhead:
     """A pool of builder processes, kept for a whole search, that builds announced sources."""
 
+    MOST = 6  # builders unless asked for more (workers)
+
     def __init__(self, cache: BuildCache, device_index: int, device_name: str, driver: str,
                  workers: int = 0) -> None:
         self.cache = cache
         self.device = (device_index, device_name, driver)
-        self.workers = builder_count(workers)
+        # a search announces a handful at a time (a first stage's sample, a walk's next few); more
+        # builders only add processes creating contexts and compiling at once
+        self.workers = builder_count(workers) if workers > 0 else min(builder_count(), self.MOST)
         self.pool: Optional[concurrent.futures.ProcessPoolExecutor] = None
         self.futures: dict[str, concurrent.futures.Future] = {}  # source key -> its build
         self.counts: Counter = Counter()  # announced, cancelled, and per Built status, of those taken

@@ -150,7 +150,6 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
         info["space_size"] = space.size
         if seconds > 0 or budget:
             started = time.time()
-            measurer.warm_ahead()  # the builders start with the worker (tuner/ahead.py)
             measurer.measure([space.defaults])  # starts the worker (builds and runs the naive variant)
             if budget is None:
                 warm = time.time()
