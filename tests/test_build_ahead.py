@@ -168,3 +168,21 @@ def test_sampling_a_large_space_draws_what_it_drew_before(n):
         got = problem.sample_matrix(n, np.random.default_rng(seed))
         assert np.array_equal(got, _union_sample(problem, n, np.random.default_rng(seed)))
         assert len(got) == n and len({tuple(r) for r in got}) == n
+
+
+def test_tune_verbose_reports_the_phases(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("IMAGECL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("IMAGECL_TUNED", str(tmp_path / "tuned"))
+    result = subprocess.run([sys.executable, "-m", "imagecl", "tune", str(EXAMPLES / "sobel.icl"), "--size", "32x24",
+                             "--budget", "3", "--confirm", "0", "--verbose", "-o", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "time by phase (" in result.stderr and "in the worker (within measure): " in result.stderr
+    assert "worker_build" in result.stderr and "sources measured: " in result.stderr  # PoCL: built in the worker
+    plain = subprocess.run([sys.executable, "-m", "imagecl", "tune", str(EXAMPLES / "sobel.icl"), "--size", "32x24",
+                            "--budget", "1", "--confirm", "0", "-o", str(tmp_path / "out2")],
+                           capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and "time by phase" not in plain.stderr
