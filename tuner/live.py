@@ -39,15 +39,12 @@ class LiveProblem(Problem):
     def prefetch(self, configs: Sequence[Mapping[str, int]]) -> None:
         if not self.prefetching:
             return
-        try:
-            fulls = [self.space.complete(c) for c in configs]
-        except ConfigError:
-            fulls = []
-            for config in configs:
-                try:
-                    fulls.append(self.space.complete(config))
-                except ConfigError:
-                    continue
+        fulls = []
+        for config in configs:
+            try:
+                fulls.append(self.space.complete(config))
+            except ConfigError:  # evaluate records it when it comes to it
+                continue
         self.measurer.prefetch([f for f in fulls if canonical_config(f) not in self.known])
 
     def evaluate(self, config: Mapping[str, int]) -> Optional[float]:

@@ -136,6 +136,7 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
     times the three fastest again itself, as it times the naive variant and the peers.
     `build_ahead`: MeasureOptions' (None: on a GPU)."""
     from imagecl.tuner.engine import MeasureOptions, Measurer
+    from imagecl.tuner.models import import_in_background
     from imagecl.tuner.phases import phase_report
     from imagecl.tuner.session import SessionOptions, run_session
     from imagecl.tuner.store import Store
@@ -150,6 +151,7 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
         info["space_size"] = space.size
         if seconds > 0 or budget:
             started = time.time()
+            import_in_background()  # the search's torch, while the worker starts
             measurer.measure([space.defaults])  # starts the worker (builds and runs the naive variant)
             if budget is None:
                 warm = time.time()
