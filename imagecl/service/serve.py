@@ -9,7 +9,6 @@ from pathlib import Path
 from ..errors import ArgumentError
 from ..tuner.address import mask
 from ..tuner.store import Store
-from .app import CONFIG_ENV, Settings, read_tokens
 
 
 def default_db() -> Path:
@@ -36,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # the service's web stack is imported when the service starts, not by every command's parser
+    from .app import CONFIG_ENV, Settings, read_tokens
+
     if not 0 < args.port < 65536:
         raise ArgumentError("--port: a port number from 1 to 65535")
     if not 1 <= args.workers <= 256:
