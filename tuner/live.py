@@ -32,6 +32,21 @@ class LiveProblem(Problem):
     def valid_mask(self, columns) -> np.ndarray:
         return self.space.valid_mask(columns)
 
+    @property
+    def prefetching(self) -> bool:
+        return bool(getattr(self.measurer, "builds_ahead", False))
+
+    def prefetch(self, configs: Sequence[Mapping[str, int]]) -> None:
+        if not self.prefetching:
+            return
+        fulls = []
+        for config in configs:
+            try:
+                fulls.append(self.space.complete(config))
+            except ConfigError:  # evaluate records it when it comes to it
+                continue
+        self.measurer.prefetch([f for f in fulls if canonical_config(f) not in self.known])
+
     def evaluate(self, config: Mapping[str, int]) -> Optional[float]:
         self.evaluations += 1
         try:

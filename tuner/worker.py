@@ -95,9 +95,9 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
 
     result: dict[str, Any] = {"config": config}
     key, cached = None, False
-    # where the worker's time goes (the engine adds them up): code generation, loading the
-    # binary (or building), and the checked, timed and settling launches
-    seconds = result["seconds"] = {"generate": 0.0, "load": 0.0, "launch": 0.0}
+    # where the worker's time goes (the engine adds them up): code generation, loading a cached
+    # binary, building one not cached, and the checked, timed and settling launches
+    seconds = result["seconds"] = {"generate": 0.0, "load": 0.0, "build": 0.0, "launch": 0.0}
     clock = time.perf_counter()
     try:
         source, options = runner.build_input(config)
@@ -113,18 +113,22 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
             if binary is not None:
                 cached = launcher.preload(device, source, binary, options)
         seconds["load"] = time.perf_counter() - clock - seconds["generate"]
+        if not cached:  # built here, on its own clock (the launches below would build it otherwise)
+            launcher.build(device, source, options)
+            seconds["build"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
         count = max(repeats, floor)
         timing = runner.time(config, repeats=count, verify=True, read_outputs=False)
         if timing.problem:
             result.update(status="wrong_output", error=timing.problem, time=None)
-            seconds["launch"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
+            seconds["launch"] = time.perf_counter() - clock - sum(seconds.values())
             return result
         contender = timing.median <= 4 * best
         timing = settle(timing, lambda: runner.time(config, repeats=count, read_outputs=False), max_spread,
                         max_repeats, float(setup.get("max_seconds", 1.0)), max_rounds=None if contender else 1)
         result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok",
                       verified=bool(setup.get("verify", True)))
-        seconds["launch"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
+        seconds["launch"] = time.perf_counter() - clock - sum(seconds.values())
+        seconds["kernel"] = float(sum(timing.times))  # of the launch's wall time, the timed launches' own
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run
         result.update(status=classify(exc), error=str(exc)[:4000], time=None)
         if key is not None and not cached and isinstance(exc, imagecl.BuildError):
