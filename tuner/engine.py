@@ -28,6 +28,7 @@ from ..errors import ImageCLError
 from ..runtime.isolated import check_timeout
 from ..runtime.timing import Timing
 from .buildcache import BuildCache
+from .censor import Audit, CensorRule
 from .pipeline import BuildPipeline, source_hash
 from .spawn import main_module_hidden
 from .store import Record, Store, canonical_config, settled
@@ -46,9 +47,13 @@ class MeasureOptions:
     cache_dir: Optional[Path] = None
     prebuild: bool = True
     deadline: Optional[float] = None  # seconds for the whole call; stops cleanly after the result in flight
+    # a checked launch over censor x the best so far is recorded as `slow` (censor.py); 0: off
+    censor: float = 0.0
+    audit_every: int = 50  # of those, the ones whose key hashes to 0 modulo this are timed anyway
 
     def __post_init__(self) -> None:
         self.timeout = check_timeout(self.timeout)
+        CensorRule(self.censor, self.audit_every)  # a clear error for a bad factor
 
 
 @dataclass
@@ -69,6 +74,7 @@ class Summary:
     # (worker_generate, worker_load: the binary, or a build; worker_launch: checked, timed, settling)
     phases: dict = field(default_factory=dict)
     build_status: Counter = field(default_factory=Counter)  # built, cached, rejected, left (pipeline.Built)
+    audits: list = field(default_factory=list)  # censor.Audit: slow ones timed anyway
 
     @property
     def per_second(self) -> float:
@@ -144,7 +150,7 @@ class _Worker:
         self.process, self.conn = None, None
 
     def measure_group(self, configs: list[dict], timeout: float, repeats: Optional[int] = None,
-                      forget: bool = False):
+                      forget: bool = False, censor: Optional[dict] = None):
         """Yield one result per configuration, in order: the worker's, or a timeout / crash record
         (after which a fresh worker takes the rest of the group). `repeats` asks for exactly that
         many timed launches each (re-timing), instead of the worker's adaptive count. `forget`: the
@@ -154,7 +160,7 @@ class _Worker:
             if self.process is None:
                 self.start(timeout)
             try:
-                self.conn.send({"configs": pending, "repeats": repeats, "forget": forget})
+                self.conn.send({"configs": pending, "repeats": repeats, "forget": forget, "censor": censor})
                 while pending:
                     if not self.conn.poll(timeout):
                         self.stop()
@@ -194,6 +200,8 @@ class Measurer:
         self.space = self.target.space
         self.cache = BuildCache(self.options.cache_dir)
         self.notes: list[str] = []
+        self.censor = CensorRule(self.options.censor, self.options.audit_every)
+        self.best: Optional[float] = None  # the best time confirmed (censoring's reference), None: not read yet
         self._unstored: list[Record] = []  # measured, not yet committed (see _store_results)
         self._stored_at = 0.0
         self.worker = _Worker({**self.target.worker_setup(), "device_index": self.device_index,
@@ -262,6 +270,9 @@ class Measurer:
         summary = Summary(total=len(configs))
         start = time.time()
         done = store.done_keys(run, options.timeout)
+        if self.censor.factor and self.best is None and done:
+            # a resumed run censors from its first launch on: the best that the store holds
+            self.best = min((r.time for r in store.records(run) if r.status == "ok" and r.time), default=None)
         plan = plan_measurements(space, configs, done)
         groups, invalid = plan.groups, plan.invalid
         summary.skipped += plan.skipped
@@ -335,8 +346,13 @@ class Measurer:
         """Measure one source's configurations in the worker; each result goes to the store."""
         t = time.time()
         stored = 0.0
-        for result in self.worker.measure_group(group, self.options.timeout, forget=self.options.prebuild):
+        censor = self.censor.to_message(self.best) if self.censor.factor else None
+        for result in self.worker.measure_group(group, self.options.timeout, forget=self.options.prebuild,
+                                                censor=censor):
             config = result["config"]
+            audit = result.pop("audit", None)
+            if audit is not None:
+                summary.audits.append(Audit(config, audit["first"], audit["median"], audit["best"]))
             for phase, seconds in (result.pop("seconds", None) or {}).items():
                 summary.phases["worker_" + phase] = summary.phases.get("worker_" + phase, 0.0) + seconds
             record = Record(config, result["status"], result.get("time"), result.get("times", []),
@@ -351,6 +367,8 @@ class Measurer:
             summary.statuses[record.status] += 1
             if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
                 summary.best_time, summary.best_config = record.time, config
+            if record.time is not None and (self.best is None or record.time < self.best):
+                self.best = record.time
             summary.seconds = time.time() - start
             if progress is not None:
                 progress(summary.measured, todo, summary)

@@ -134,9 +134,11 @@ class Session:
 
     # ---- timing -----------------------------------------------------------------------------------
     def time(self, plan, repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
-             max_seconds: Optional[float] = None, verify: bool = False) -> Timing:
+             max_seconds: Optional[float] = None, verify: bool = False,
+             stop_above: Optional[float] = None) -> Timing:
         """Build (cached) and launch `plan`: the first launch is checked (on the device against the
-        reference when `verify`, else its outputs are read back), then `repeats` timed launches.
+        reference when `verify`, else its outputs are read back), then `repeats` timed launches,
+        unless the checked launch took over `stop_above` seconds (`Timing.censored`, no times).
         Raises BuildError / ExecutionError on failure; a wrong output sets `Timing.problem`."""
         import pyopencl as cl
 
@@ -159,8 +161,12 @@ class Session:
                 first.wait()
                 if read_outputs:
                     timing.outputs = self.download()
+            timing.first = event_seconds(first)
+            if stop_above is not None and timing.first > stop_above:
+                timing.censored = True
+                return timing
             timing.times = time_launches(self.queue, enqueue, lambda: self._restore(only_read_write=True),
-                                         event_seconds(first), repeats, warmup, max_seconds)
+                                         timing.first, repeats, warmup, max_seconds)
         except cl.Error as exc:
             raise ExecutionError(f"launch failed (global {launch.global_size}, local {launch.local_size}): {exc}") \
                 from None

@@ -20,6 +20,8 @@ class Timing:
     times: list[float]  # seconds, one per timed launch
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     problem: Optional[str] = None  # set when a verified launch did not reproduce the reference
+    first: Optional[float] = None  # seconds of the checked launch (never among `times`)
+    censored: bool = False  # the checked launch took over `stop_above`: no timed launches followed
 
     @property
     def median(self) -> float:
