@@ -1,0 +1,110 @@
+"""Censored measurements (tuner/censor.py): a configuration whose checked launch is over K x the
+best so far is stored as `slow` (one launch, no time), never taken for a best; an audit sample of
+them is timed fully anyway."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import imagecl
+from imagecl.cli import main as cli_main
+from imagecl.runtime.synthetic import synthetic_arguments
+from imagecl.runtime.timing import MIN_TIMED
+from imagecl.tuner import formats, importing
+from imagecl.tuner.censor import SLOW, CensorRule
+from imagecl.tuner.engine import MeasureOptions, Measurer
+from imagecl.tuner.problem import Parameter
+from imagecl.tuner.store import Record, Store
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SHAPE = (24, 40)
+TINY = 1e-9  # a "best so far" that no launch beats: every checked launch is over K x it
+
+
+def _measure(tmp_path, audit_every: int, count: int = 3, db: str = "r.db"):
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    arguments, _ = synthetic_arguments(prog, SHAPE, {}, seed=0)
+    options = MeasureOptions(timeout=60, censor=4, audit_every=audit_every, build_workers=1,
+                             cache_dir=tmp_path / "cache")
+    store = Store(tmp_path / db)
+    measurer = Measurer(prog, arguments, store, None, options)
+    configs = measurer.space.random(count, seed=5)  # valid ones
+    measurer.best = TINY
+    summary = measurer.measure(configs)
+    return store, measurer, configs, summary
+
+
+def test_a_censored_configuration_is_stored_as_slow_and_never_a_best(tmp_path, capsys):
+    store, measurer, configs, summary = _measure(tmp_path, audit_every=0)
+    try:
+        records = [r for r in store.records(measurer.run) if r.status != "invalid_config"]
+        assert records and all(r.status == SLOW for r in records), [r.status for r in records]
+        for r in records:
+            assert r.time is None and len(r.times) == 1 and r.times[0] > 4 * TINY  # one launch, kept
+            assert r.limit == pytest.approx(4 * TINY) and r.verified and "slow" in r.error
+        assert summary.best_time is None and summary.statuses[SLOW] == len(records) and not summary.audits
+        # settled: a resumed run does not launch them again
+        again = measurer.measure(configs)
+        assert again.measured == 0 and again.skipped == len(records)
+        # and a fast configuration measured later is the best, whatever the slow ones' single launch
+        store.add(measurer.run, Record(dict(records[0].config, wg_x=1), "ok", 0.5, [0.5, 0.5, 0.5], 0.0,
+                                       verified=True))
+    finally:
+        measurer.close()
+        store.close()
+    assert cli_main(["results", "--db", str(tmp_path / "r.db")]) == 0
+    shown = capsys.readouterr().out
+    assert f"slow {len(records)}" in shown and "500.0000 ms" in shown
+    assert shown.count(" ms  {") == 1  # only the timed record is listed as a time
+    # a fresh measurer on this store starts from the stored best, not from a slow one's launch
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    arguments, _ = synthetic_arguments(prog, SHAPE, {}, seed=0)
+    with Store(tmp_path / "r.db") as again_store, \
+            Measurer(prog, arguments, again_store, None, MeasureOptions(timeout=60, censor=4)) as fresh:
+        fresh.measure(configs)
+        assert fresh.best == 0.5
+
+
+def test_an_audited_configuration_is_timed_fully_and_reported(tmp_path):
+    store, measurer, configs, summary = _measure(tmp_path, audit_every=1)
+    try:
+        records = [r for r in store.records(measurer.run) if r.status != "invalid_config"]
+        assert records and all(r.status == "ok" and len(r.times) >= MIN_TIMED for r in records)
+        assert len(summary.audits) == len(records)
+        for audit in summary.audits:
+            assert audit.best == TINY and audit.first > 4 * TINY and audit.ratio == audit.median / TINY
+    finally:
+        measurer.close()
+        store.close()
+
+
+def test_the_audit_sample_is_deterministic_and_about_one_in_n():
+    rule = CensorRule(4, 50)
+    keys = [json.dumps({"a": i}) for i in range(20_000)]
+    picked = [k for k in keys if rule.audited(k)]
+    assert 300 < len(picked) < 500 and picked == [k for k in keys if CensorRule(4, 50).audited(k)]
+    assert not any(CensorRule(4, 0).audited(k) for k in keys[:100])
+    assert rule.bound(None) is None and rule.bound(0.002) == pytest.approx(0.008) and CensorRule(0).bound(1.0) is None
+    for bad in (1, 0.5, -2):
+        with pytest.raises(ValueError, match="censoring factor"):
+            MeasureOptions(censor=bad)
+
+
+def test_a_slow_record_is_exported_as_a_failure_and_imported_back_as_slow(tmp_path):
+    params = [Parameter("wg_x", [1, 2])]
+    measurements = [{"config": {"wg_x": 1}, "time_seconds": 0.002, "status": "ok", "times_seconds": [0.002] * 3},
+                    {"config": {"wg_x": 2}, "time_seconds": None, "status": SLOW, "times_seconds": [0.0001],
+                     "error": "slow: its checked launch took 0.1 ms, over 4 x the best so far"}]
+    path = tmp_path / "cache.json"
+    formats.write_kernel_tuner_cache(path, params, measurements)
+    data = json.loads(path.read_text())
+    entry = data["cache"]["2"]
+    assert entry["time"] == "RuntimeFailedConfig" and entry["times"] == [] and entry["imagecl_status"] == SLOW
+    back = {c["wg_x"]: m for c, m in importing.plan_import(data).configs()}
+    assert back[2].status == SLOW and back[2].seconds is None and back[1].seconds == pytest.approx(0.002)
+    t4 = tmp_path / "t4.json"
+    formats.write_t4(t4, params, measurements)
+    slow = [r for r in json.loads(t4.read_text())["results"] if r["invalidity"] != "correct"]
+    assert len(slow) == 1 and slow[0]["times"]["runtimes"] == []  # no time published
