@@ -122,8 +122,8 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
         count = max(repeats, floor)
         bound = censor.bound(best)  # a checked launch over it ends the measurement (censor.py)
         audited = bound is not None and censor.audited(canonical_config(config))
-        timing = runner.time(config, repeats=count, verify=True, read_outputs=False,
-                             stop_above=None if audited else bound)
+        stop = {} if bound is None or audited else {"stop_above": bound}  # (runners without censoring: no bound)
+        timing = runner.time(config, repeats=count, verify=True, read_outputs=False, **stop)
         if timing.problem:
             result.update(status="wrong_output", error=timing.problem, time=None)
             seconds["launch"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
