@@ -200,9 +200,9 @@ def main(argv=None) -> int:
     print(f"kernels' own time in the stored results (timed + checked launches): {kernel_seconds:.1f} s")
     print(f"distinct sources of the space: {sources_in_space:,}")
     if args.censor:
+        ratio = f"{worst['ratio']:.2f}" if worst else "none yet"
         print(f"censored (slow, over {args.censor:g} x the best at the time): {len(slow):,}; audited {len(audits)}, "
-              f"worst audited ratio (true median / best at the time): "
-              f"{worst['ratio']:.2f}" if worst else "no audit yet")
+              f"worst audited ratio (true median / best at the time): {ratio}")
     print(f"this call: {summary.sources} sources ({dict(summary.build_status)}), timed launches per stored time "
           f"min {result['timed_launches_per_ok']['min']} mean {result['timed_launches_per_ok']['mean']:.1f}")
     for reason, count in invalid.most_common():
