@@ -108,3 +108,27 @@ def test_a_slow_record_is_exported_as_a_failure_and_imported_back_as_slow(tmp_pa
     formats.write_t4(t4, params, measurements)
     slow = [r for r in json.loads(t4.read_text())["results"] if r["invalidity"] != "correct"]
     assert len(slow) == 1 and slow[0]["times"]["runtimes"] == []  # no time published
+
+
+def test_the_exhaustive_benchmark_reports_sources_censoring_and_the_audit(tmp_path):
+    """benchmarks/exhaustive.py at a small size: a warm-up sample, then the rest with censoring;
+    its JSON gives the space's distinct sources, the censored count and the audit."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "exhaustive.py"
+    spec = importlib.util.spec_from_file_location("exhaustive_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "ex.json"
+    assert module.main(["--program", str(EXAMPLES / "sobel.icl"), "--size", "40x24", "--limit", "16", "--warm", "4",
+                        "--censor", "4", "--audit-every", "1", "--workers", "1", "--db", str(tmp_path / "x.db"),
+                        "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["stored"] == 16 == sum(result["statuses"].values()) and result["complete"]
+    assert 0 < result["distinct_sources_space"] <= 16
+    censor = result["censor"]
+    assert censor["censored"] == result["statuses"].get(SLOW, 0) == 0  # every would-be-censored one audited
+    assert censor["audited"] == len(result["this_call"]["audits"])
+    if censor["audited"]:
+        assert censor["audit_worst_ratio"] == min(a["ratio"] for a in result["this_call"]["audits"])
+    assert result["best_ms"] is not None and result["statuses"].get("ok", 0) >= 1
