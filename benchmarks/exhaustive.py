@@ -19,7 +19,10 @@ phases (kept in DB.calls.json):
 times the best so far as `slow` after that one launch (tuner/censor.py); every `--audit-every`-th
 of them (by a hash of its configuration) is timed fully anyway, and the summary gives the
 smallest such true median over the best at the time. So that censoring bites from the start,
-`--warm N` configurations (a seeded random sample) are measured first.
+`--warm N` configurations (a seeded random sample) are measured first. `--probe F` (0.25 by
+default) launches a quarter of a variant's work-groups before its checked launch: a probe over the
+bound already censors it (unchecked: a part of the work never takes longer than all of it, which
+the audit checks as its largest probe / true median).
 """
 from __future__ import annotations
 
@@ -109,6 +112,9 @@ def main(argv=None) -> int:
                              "not timed further (default 4; 0: off)")
     parser.add_argument("--audit-every", type=int, default=50,
                         help="time every Nth would-be-censored configuration fully anyway (default 50; 0: none)")
+    parser.add_argument("--probe", type=float, default=0.25,
+                        help="with --censor: first launch this part of the work-groups; over the bound, the "
+                             "configuration is censored without its checked launch (default 0.25; 0: off)")
     parser.add_argument("--warm", type=int, default=300,
                         help="measure this many configurations first, so that censoring has a best (default 300)")
     args = parser.parse_args(argv)
@@ -130,7 +136,8 @@ def main(argv=None) -> int:
     # a resumed run keeps the binaries its first call built ahead of the launches
     cache = Path(args.cache) if args.cache else Path(str(db) + ".cache") if args.db else Path(workdir.name) / "cache"
     options = MeasureOptions(timeout=args.timeout, deadline=args.deadline or None, build_workers=args.workers,
-                             cache_dir=cache, censor=args.censor, audit_every=args.audit_every)
+                             cache_dir=cache, censor=args.censor, audit_every=args.audit_every,
+                             probe=args.probe if args.censor else 0.0)
     start = time.time()
     with Store(db) as store, Measurer(prog, arguments, store, device, options) as measurer:
         summaries = []
@@ -167,6 +174,9 @@ def main(argv=None) -> int:
     statuses = Counter(r.status for r in records)
     audits = [a for c in calls for a in c.get("audits", [])]
     worst = min(audits, key=lambda a: a["ratio"], default=None)
+    # a probe is a lower bound only if a part of the work-groups never takes longer than all of them
+    probe_worst = max((a["probe_over_median"] for a in audits if a.get("probe_over_median") is not None),
+                      default=None)
     slow = [r for r in records if r.status == SLOW]
     best = min((r for r in records if r.status == "ok" and r.time), key=lambda r: r.time, default=None)
     result = {
@@ -178,8 +188,9 @@ def main(argv=None) -> int:
                                   "max": max(timed, default=0)},
         "kernel_seconds_stored": kernel_seconds,
         "distinct_sources_space": sources_in_space,
-        "censor": {"factor": args.censor, "audit_every": args.audit_every, "warm": args.warm,
-                   "censored": len(slow), "audited": len(audits),
+        "censor": {"factor": args.censor, "audit_every": args.audit_every, "warm": args.warm, "probe": args.probe,
+                   "censored": len(slow), "censored_by_probe": sum(not r.verified for r in slow),
+                   "audited": len(audits), "audit_worst_probe_over_median": probe_worst,
                    "audit_worst_ratio": worst["ratio"] if worst else None, "audit_worst": worst,
                    "censored_bound_ms_min": min((r.limit for r in slow if r.limit), default=0.0) * 1e3,
                    "censored_first_over_bound_min": min((r.times[0] / r.limit for r in slow if r.limit and r.times),
@@ -201,8 +212,10 @@ def main(argv=None) -> int:
     print(f"distinct sources of the space: {sources_in_space:,}")
     if args.censor:
         ratio = f"{worst['ratio']:.2f}" if worst else "none yet"
-        print(f"censored (slow, over {args.censor:g} x the best at the time): {len(slow):,}; audited {len(audits)}, "
-              f"worst audited ratio (true median / best at the time): {ratio}")
+        print(f"censored (slow, over {args.censor:g} x the best at the time): {len(slow):,} "
+              f"({result['censor']['censored_by_probe']:,} by a probe of {args.probe:g} of the work-groups); "
+              f"audited {len(audits)}, worst audited ratio (true median / best at the time): {ratio}; "
+              f"largest probe / true median: " + (f"{probe_worst:.3f}" if probe_worst is not None else "none"))
     print(f"this call: {summary.sources} sources ({dict(summary.build_status)}), timed launches per stored time "
           f"min {result['timed_launches_per_ok']['min']} mean {result['timed_launches_per_ok']['mean']:.1f}")
     for reason, count in invalid.most_common():

@@ -11,7 +11,7 @@ import pytest
 import imagecl
 from imagecl.cli import main as cli_main
 from imagecl.runtime.synthetic import synthetic_arguments
-from imagecl.runtime.timing import MIN_TIMED
+from imagecl.runtime.timing import MIN_TIMED, probe_global
 from imagecl.tuner import formats, importing
 from imagecl.tuner.censor import SLOW, CensorRule
 from imagecl.tuner.engine import MeasureOptions, Measurer
@@ -132,3 +132,44 @@ def test_the_exhaustive_benchmark_reports_sources_censoring_and_the_audit(tmp_pa
     if censor["audited"]:
         assert censor["audit_worst_ratio"] == min(a["ratio"] for a in result["this_call"]["audits"])
     assert result["best_ms"] is not None and result["statuses"].get("ok", 0) >= 1
+
+
+def test_probe_global_cuts_the_axis_with_the_most_work_groups():
+    assert probe_global((64, 256), (8, 4), 0.25) == (64, 64)  # 8 x 64 groups: y cut to 16
+    assert probe_global((512, 16), (8, 4), 0.25) == (128, 16)
+    assert probe_global((8, 4, 64), (8, 4, 2), 0.5) == (8, 4, 32)
+    assert probe_global((8, 12), (8, 4), 0.25) is None  # 3 groups at most: nothing to cut
+    assert probe_global((64, 64), None, 0.25) is None  # the driver's work-group size
+    assert probe_global((64, 64), (8, 8), 0.0) is None
+    with pytest.raises(ValueError, match="probe"):
+        CensorRule(4, 50, 1.0)
+
+
+PROBED = [{"wg_x": 4, "wg_y": 2, "px_x": 1, "px_y": 1}, {"wg_x": 2, "wg_y": 4, "px_x": 2, "px_y": 1, "local_input": 1},
+          {"wg_x": 4, "wg_y": 1, "px_x": 1, "px_y": 2, "interleaved": 1}]
+
+
+def _probed(tmp_path, audit_every: int):
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    arguments, _ = synthetic_arguments(prog, SHAPE, {}, seed=0)
+    options = MeasureOptions(timeout=60, censor=4, audit_every=audit_every, probe=0.25, build_workers=1,
+                             cache_dir=tmp_path / "cache")
+    with Store(tmp_path / "p.db") as store, Measurer(prog, arguments, store, None, options) as measurer:
+        measurer.best = TINY
+        summary = measurer.measure(PROBED)
+        return list(store.records(measurer.run)), summary
+
+
+def test_a_probe_over_the_bound_censors_before_the_checked_launch(tmp_path):
+    records, summary = _probed(tmp_path, audit_every=0)
+    assert len(records) == len(PROBED) and all(r.status == SLOW for r in records)
+    for r in records:  # a quarter of the work-groups, unchecked: said so
+        assert not r.verified and "of its work-groups" in r.error and len(r.times) == 1 and r.time is None
+
+
+def test_an_audited_configuration_reports_its_probe_and_its_full_time(tmp_path):
+    records, summary = _probed(tmp_path, audit_every=1)
+    assert all(r.status == "ok" and r.verified for r in records)  # timed in full, outputs checked
+    assert len(summary.audits) == len(PROBED)
+    for audit in summary.audits:
+        assert audit.probe is not None and audit.probe > 0 and audit.to_json()["probe_over_median"] > 0

@@ -50,10 +50,11 @@ class MeasureOptions:
     # a checked launch over censor x the best so far is recorded as `slow` (censor.py); 0: off
     censor: float = 0.0
     audit_every: int = 50  # of those, the ones whose key hashes to 0 modulo this are timed anyway
+    probe: float = 0.0  # > 0: before its checked launch, a launch of this part of the work-groups (censor.py)
 
     def __post_init__(self) -> None:
         self.timeout = check_timeout(self.timeout)
-        CensorRule(self.censor, self.audit_every)  # a clear error for a bad factor
+        CensorRule(self.censor, self.audit_every, self.probe)  # a clear error for a bad factor
 
 
 @dataclass
@@ -200,7 +201,7 @@ class Measurer:
         self.space = self.target.space
         self.cache = BuildCache(self.options.cache_dir)
         self.notes: list[str] = []
-        self.censor = CensorRule(self.options.censor, self.options.audit_every)
+        self.censor = CensorRule(self.options.censor, self.options.audit_every, self.options.probe)
         self.best: Optional[float] = None  # the best time confirmed (censoring's reference), None: not read yet
         self._unstored: list[Record] = []  # measured, not yet committed (see _store_results)
         self._stored_at = 0.0
@@ -352,7 +353,7 @@ class Measurer:
             config = result["config"]
             audit = result.pop("audit", None)
             if audit is not None:
-                summary.audits.append(Audit(config, audit["first"], audit["median"], audit["best"]))
+                summary.audits.append(Audit(config, audit["first"], audit["median"], audit["best"], audit.get("probe")))
             for phase, seconds in (result.pop("seconds", None) or {}).items():
                 summary.phases["worker_" + phase] = summary.phases.get("worker_" + phase, 0.0) + seconds
             record = Record(config, result["status"], result.get("time"), result.get("times", []),

@@ -56,7 +56,8 @@ class Runner(Protocol):
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]: ...
 
     def time(self, config: Mapping[str, int], repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
-             max_seconds: Optional[float] = None, verify: bool = False, stop_above: Optional[float] = None): ...
+             max_seconds: Optional[float] = None, verify: bool = False, stop_above: Optional[float] = None,
+             probe: float = 0.0): ...
 
 
 def run_key(program, device, grid_shape: tuple[int, ...]) -> RunKey:
@@ -150,9 +151,10 @@ class ProgramRunner:
         return self.program.source_of(self._plan(config)), ()
 
     def time(self, config: Mapping[str, int], repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
-             max_seconds: Optional[float] = None, verify: bool = False, stop_above: Optional[float] = None):
+             max_seconds: Optional[float] = None, verify: bool = False, stop_above: Optional[float] = None,
+             probe: float = 0.0):
         return self.session.time(self._plan(config), repeats=repeats, warmup=warmup, read_outputs=read_outputs,
-                                 max_seconds=max_seconds, verify=verify, stop_above=stop_above)
+                                 max_seconds=max_seconds, verify=verify, stop_above=stop_above, probe=probe)
 
 
 def make_runner(setup: dict, device, on_built: Optional[Callable[[], None]] = None) -> Runner:

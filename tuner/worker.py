@@ -122,14 +122,20 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
         count = max(repeats, floor)
         bound = censor.bound(best)  # a checked launch over it ends the measurement (censor.py)
         audited = bound is not None and censor.audited(canonical_config(config))
-        stop = {} if bound is None or audited else {"stop_above": bound}  # (runners without censoring: no bound)
+        stop = {}  # (runners without censoring are asked nothing new)
+        if bound is not None:
+            stop = {"probe": censor.probe} if censor.probe else {}
+            if not audited:
+                stop["stop_above"] = bound
         timing = runner.time(config, repeats=count, verify=True, read_outputs=False, **stop)
         if timing.problem:
             result.update(status="wrong_output", error=timing.problem, time=None)
             seconds["launch"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
             return result
         if timing.censored:
-            result.update(slow_fields(timing.first, bound, censor.factor))
+            probed = timing.first is None  # stopped by the probe, before the checked launch
+            result.update(slow_fields(timing.probe if probed else timing.first, bound, censor.factor,
+                                      censor.probe if probed else 0.0))
             seconds["launch"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
             return result
         contender = timing.median <= 4 * best
@@ -137,9 +143,9 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
                         max_repeats, float(setup.get("max_seconds", 1.0)), max_rounds=None if contender else 1)
         result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok",
                       verified=bool(setup.get("verify", True)))
-        if audited and timing.first is not None and timing.first > bound:
+        if audited and ((timing.first is not None and timing.first > bound) or (timing.probe or 0.0) > bound):
             # would have been censored: the audit's evidence (tuner/censor.py)
-            result["audit"] = {"first": timing.first, "median": timing.median, "best": best}
+            result["audit"] = {"first": timing.first, "median": timing.median, "best": best, "probe": timing.probe}
         seconds["launch"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run
         result.update(status=classify(exc), error=str(exc)[:4000], time=None)

@@ -21,7 +21,8 @@ class Timing:
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     problem: Optional[str] = None  # set when a verified launch did not reproduce the reference
     first: Optional[float] = None  # seconds of the checked launch (never among `times`)
-    censored: bool = False  # the checked launch took over `stop_above`: no timed launches followed
+    censored: bool = False  # a launch took over `stop_above`: no (more) launches followed
+    probe: Optional[float] = None  # seconds of a launch of part of the work-groups (probe_global), if one ran
 
     @property
     def median(self) -> float:
@@ -36,6 +37,24 @@ class Timing:
 def event_seconds(event: Any) -> float:
     """The kernel's execution time of a finished launch, from its profiling event."""
     return (event.profile.end - event.profile.start) * 1e-9
+
+
+def probe_global(global_size: Sequence[int], local_size: Optional[Sequence[int]],
+                 fraction: float) -> Optional[tuple[int, ...]]:
+    """The global size of a launch of about `fraction` of the work-groups, cut along the axis that
+    has the most; None where there is nothing to cut (the driver's work-group size, or too few
+    groups along that axis). Such a launch does part of the work, so it takes no longer than the
+    whole launch: a lower bound of its time (tuner/censor.py)."""
+    if local_size is None or not 0 < fraction < 1:
+        return None
+    groups = [int(g) // int(w) for g, w in zip(global_size, local_size)]
+    axis = max(range(len(groups)), key=lambda d: groups[d])
+    keep = int(groups[axis] * fraction)
+    if keep < 1:
+        return None
+    cut = list(global_size)
+    cut[axis] = keep * int(local_size[axis])
+    return tuple(cut)
 
 
 def check_work_group_limit(kernel: Any, device: Any, local_size: Optional[Sequence[int]]) -> None:
