@@ -19,10 +19,12 @@ phases (kept in DB.calls.json):
 times the best so far as `slow` after that one launch (tuner/censor.py); every `--audit-every`-th
 of them (by a hash of its configuration) is timed fully anyway, and the summary gives the
 smallest such true median over the best at the time. So that censoring bites from the start,
-`--warm N` configurations (a seeded random sample) are measured first. `--probe F` (0.25 by
-default) launches a quarter of a variant's work-groups before its checked launch: a probe over the
-bound already censors it (unchecked: a part of the work never takes longer than all of it, which
-the audit checks as its largest probe / true median).
+`--warm N` configurations (a seeded random sample) are measured first. `--probe F` (off by
+default) launches that part of a variant's work-groups before its checked launch: a probe over the
+bound already censors it (unchecked: a part of the work should never take longer than all of it,
+which the audit checks as its largest probe / true median). A worst audited ratio near or below 1
+means censoring hid a contender (PoCL compiles a kernel inside its first launches): the summary
+says so, and such a run is measured again with --censor 0.
 """
 from __future__ import annotations
 
@@ -112,9 +114,10 @@ def main(argv=None) -> int:
                              "not timed further (default 4; 0: off)")
     parser.add_argument("--audit-every", type=int, default=50,
                         help="time every Nth would-be-censored configuration fully anyway (default 50; 0: none)")
-    parser.add_argument("--probe", type=float, default=0.25,
-                        help="with --censor: first launch this part of the work-groups; over the bound, the "
-                             "configuration is censored without its checked launch (default 0.25; 0: off)")
+    parser.add_argument("--probe", type=float, default=0.0,
+                        help="with --censor: first launch this part of the work-groups (e.g. 0.25); over the bound, "
+                             "the configuration is censored without its checked launch (default 0: off; see "
+                             "docs/kernel-tuning.md: unsound on PoCL)")
     parser.add_argument("--warm", type=int, default=300,
                         help="measure this many configurations first, so that censoring has a best (default 300)")
     args = parser.parse_args(argv)
@@ -220,6 +223,13 @@ def main(argv=None) -> int:
           f"min {result['timed_launches_per_ok']['min']} mean {result['timed_launches_per_ok']['mean']:.1f}")
     for reason, count in invalid.most_common():
         print(f"  invalid {count:,}: {reason}")
+    if worst is not None and worst["ratio"] < 2:
+        print(f"WARNING: an audited configuration censored at {args.censor:g} x the best ran at {worst['ratio']:.2f} x "
+              "it: censoring is not sound on this device (first launches include compilation?); "
+              "measure again with --censor 0")
+    if probe_worst is not None and probe_worst > 1.1:
+        print(f"WARNING: a probe took {probe_worst:.2f} x its configuration's median: the probe is no lower bound "
+              "on this device; measure again with --probe 0")
     if not result["complete"]:
         print("not complete: run the same command with the same --db to go on")
     workdir.cleanup()

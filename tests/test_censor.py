@@ -141,6 +141,8 @@ def test_probe_global_cuts_the_axis_with_the_most_work_groups():
     assert probe_global((8, 12), (8, 4), 0.25) is None  # 3 groups at most: nothing to cut
     assert probe_global((64, 64), None, 0.25) is None  # the driver's work-group size
     assert probe_global((64, 64), (8, 8), 0.0) is None
+    assert probe_global((64, 256), (8, 4), 0.25, min_groups=200) is None  # 8 x 16 groups left: one wave or so
+    assert probe_global((64, 256), (8, 4), 0.25, min_groups=128) == (64, 64)
     with pytest.raises(ValueError, match="probe"):
         CensorRule(4, 50, 1.0)
 
@@ -151,7 +153,8 @@ PROBED = [{"wg_x": 4, "wg_y": 2, "px_x": 1, "px_y": 1}, {"wg_x": 2, "wg_y": 4, "
 
 def _probed(tmp_path, audit_every: int):
     prog = imagecl.load(EXAMPLES / "sobel.icl")
-    arguments, _ = synthetic_arguments(prog, SHAPE, {}, seed=0)
+    # large enough that a quarter of the work-groups is several per compute unit (Session.time)
+    arguments, _ = synthetic_arguments(prog, (96, 160), {}, seed=0)
     options = MeasureOptions(timeout=60, censor=4, audit_every=audit_every, probe=0.25, build_workers=1,
                              cache_dir=tmp_path / "cache")
     with Store(tmp_path / "p.db") as store, Measurer(prog, arguments, store, None, options) as measurer:

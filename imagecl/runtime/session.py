@@ -151,9 +151,14 @@ class Session:
             return cl.enqueue_nd_range_kernel(self.queue, kernel, launch.global_size, launch.local_size)
 
         try:
-            partial = probe_global(launch.global_size, launch.local_size, probe) if probe else None
+            # a probe only where it leaves several waves of work-groups (else it is no shorter)
+            partial = probe_global(launch.global_size, launch.local_size, probe,
+                                   4 * self.device.max_compute_units) if probe else None
             if partial is not None:
                 self._restore(only_read_write=True)
+                # one work-group first: a kernel's first launch may include its compilation for
+                # this work-group size (PoCL), which must not count as the probe's time
+                cl.enqueue_nd_range_kernel(self.queue, kernel, tuple(launch.local_size), launch.local_size).wait()
                 event = cl.enqueue_nd_range_kernel(self.queue, kernel, partial, launch.local_size)
                 event.wait()
                 timing.probe = event_seconds(event)

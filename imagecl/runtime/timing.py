@@ -7,6 +7,8 @@ of read-and-written arrays before each launch, downloads.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -40,17 +42,18 @@ def event_seconds(event: Any) -> float:
 
 
 def probe_global(global_size: Sequence[int], local_size: Optional[Sequence[int]],
-                 fraction: float) -> Optional[tuple[int, ...]]:
+                 fraction: float, min_groups: int = 1) -> Optional[tuple[int, ...]]:
     """The global size of a launch of about `fraction` of the work-groups, cut along the axis that
-    has the most; None where there is nothing to cut (the driver's work-group size, or too few
-    groups along that axis). Such a launch does part of the work, so it takes no longer than the
-    whole launch: a lower bound of its time (tuner/censor.py)."""
+    has the most; None where there is nothing to cut (the driver's work-group size, too few
+    groups along that axis, or fewer than `min_groups` left: a launch of a few waves of
+    work-groups takes about as long as one of all). Such a launch does part of the work, so it
+    takes no longer than the whole launch: a lower bound of its time (tuner/censor.py)."""
     if local_size is None or not 0 < fraction < 1:
         return None
     groups = [int(g) // int(w) for g, w in zip(global_size, local_size)]
     axis = max(range(len(groups)), key=lambda d: groups[d])
     keep = int(groups[axis] * fraction)
-    if keep < 1:
+    if keep < 1 or keep * math.prod(groups) // groups[axis] < min_groups:
         return None
     cut = list(global_size)
     cut[axis] = keep * int(local_size[axis])
