@@ -29,6 +29,7 @@ from ..runtime.isolated import check_timeout
 from ..runtime.timing import Timing
 from .ahead import BuildAhead, ahead_by_default
 from .buildcache import BuildCache
+from .censor import Audit, CensorRule
 from .pipeline import BuildPipeline, source_hash
 from .spawn import main_module_hidden
 from .store import Record, Store, canonical_config, settled
@@ -54,9 +55,14 @@ class MeasureOptions:
     # worker built in under 1 s), down to taking only finished builds
     ahead_wait: float = 2.0
     deadline: Optional[float] = None  # seconds for the whole call; stops cleanly after the result in flight
+    # a checked launch over censor x the best so far is recorded as `slow` (censor.py); 0: off
+    censor: float = 0.0
+    audit_every: int = 50  # of those, the ones whose key hashes to 0 modulo this are timed anyway
+    probe: float = 0.0  # > 0: before its checked launch, a launch of this part of the work-groups (censor.py)
 
     def __post_init__(self) -> None:
         self.timeout = check_timeout(self.timeout)
+        CensorRule(self.censor, self.audit_every, self.probe)  # a clear error for a bad factor
 
 
 @dataclass
@@ -77,6 +83,7 @@ class Summary:
     # (worker_generate, worker_load: the binary, or a build; worker_launch: checked, timed, settling)
     phases: dict = field(default_factory=dict)
     build_status: Counter = field(default_factory=Counter)  # built, cached, rejected, left (pipeline.Built)
+    audits: list = field(default_factory=list)  # censor.Audit: slow ones timed anyway
 
     @property
     def per_second(self) -> float:
@@ -162,7 +169,7 @@ class _Worker:
         self.process, self.conn = None, None
 
     def measure_group(self, configs: list[dict], timeout: float, repeats: Optional[int] = None,
-                      forget: bool = False):
+                      forget: bool = False, censor: Optional[dict] = None):
         """Yield one result per configuration, in order: the worker's, or a timeout / crash record
         (after which a fresh worker takes the rest of the group). `repeats` asks for exactly that
         many timed launches each (re-timing), instead of the worker's adaptive count. `forget`: the
@@ -172,7 +179,7 @@ class _Worker:
             if self.process is None:
                 self.start(timeout)
             try:
-                self.conn.send({"configs": pending, "repeats": repeats, "forget": forget})
+                self.conn.send({"configs": pending, "repeats": repeats, "forget": forget, "censor": censor})
                 while pending:
                     if not self.conn.poll(timeout):
                         self.stop()
@@ -212,6 +219,8 @@ class Measurer:
         self.space = self.target.space
         self.cache = BuildCache(self.options.cache_dir)
         self.notes: list[str] = []
+        self.censor = CensorRule(self.options.censor, self.options.audit_every, self.options.probe)
+        self.best: Optional[float] = None  # the best time confirmed (censoring's reference), None: not read yet
         self._unstored: list[Record] = []  # measured, not yet committed (see _store_results)
         self._stored_at = 0.0
         # seconds by phase over every call (Summary.phases, and "start": the worker's starts), for
@@ -316,6 +325,9 @@ class Measurer:
         summary = Summary(total=len(configs))
         start = time.time()
         done = store.done_keys(run, options.timeout)
+        if self.censor.factor and self.best is None and done:
+            # a resumed run censors from its first launch on: the best that the store holds
+            self.best = min((r.time for r in store.records(run) if r.status == "ok" and r.time), default=None)
         plan = plan_measurements(space, configs, done)
         groups, invalid = plan.groups, plan.invalid
         summary.skipped += plan.skipped
@@ -407,8 +419,13 @@ class Measurer:
         t = time.time()
         stored = 0.0
         restarts = self.worker.start_seconds  # a restart (after a hang or a crash) is the "start" phase's
-        for result in self.worker.measure_group(group, self.options.timeout, forget=self.options.prebuild):
+        censor = self.censor.to_message(self.best) if self.censor.factor else None
+        for result in self.worker.measure_group(group, self.options.timeout, forget=self.options.prebuild,
+                                                censor=censor):
             config = result["config"]
+            audit = result.pop("audit", None)
+            if audit is not None:
+                summary.audits.append(Audit(config, audit["first"], audit["median"], audit["best"], audit.get("probe")))
             spent = result.pop("seconds", None) or {}
             for phase, seconds in spent.items():
                 summary.phases["worker_" + phase] = summary.phases.get("worker_" + phase, 0.0) + seconds
@@ -425,6 +442,8 @@ class Measurer:
             summary.statuses[record.status] += 1
             if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
                 summary.best_time, summary.best_config = record.time, config
+            if record.time is not None and (self.best is None or record.time < self.best):
+                self.best = record.time
             summary.seconds = time.time() - start
             if progress is not None:
                 progress(summary.measured, todo, summary)

@@ -9,6 +9,7 @@ from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ConfigError
+from .censor import SLOW
 from .engine import Measurer
 from .problem import Parameter, Problem
 from .store import RunKey, Store, canonical_config
@@ -143,8 +144,9 @@ def prior_from_store(store: Store, run: RunKey) -> list[Observation]:
         if not context or len(context) != dims:
             continue
         # a failed variant's time (one with a wrong output is timed) is no time to learn from
+        # a censored one (slow, tuner/censor.py) is neither a time nor a failure: left out
         prior.extend(Observation(r.config, r.time if r.status == "ok" else None, context)
-                     for r in store.records(other))
+                     for r in store.records(other) if r.status != SLOW)
     return prior
 
 
