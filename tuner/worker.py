@@ -119,7 +119,7 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
             if binary is not None:
                 cached = launcher.preload(device, source, binary, options)
         seconds["load"] = time.perf_counter() - clock - seconds["generate"]
-        if not cached:  # built here, on its own clock (the launches below would build it otherwise)
+        if not cached and device is not None:  # built here, on its own clock (else the launches below build it)
             launcher.build(device, source, options)
             seconds["build"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
         count = max(repeats, floor)
