@@ -170,20 +170,26 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
 
 
 def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds: float, budget: Optional[int],
-                 repeats: int, max_seconds: float) -> tuple[dict, dict]:
+                 repeats: int, max_seconds: float, tune_args: Optional[dict] = None) -> tuple[dict, dict]:
     """Our record (the naive time, and per independent tuning run its tuned time; the tuned time
-    is the runs' median) and the naive variant's outputs, the reference."""
+    is the runs' median) and the naive variant's outputs, the reference. `tune_args`: smaller
+    inputs the tuning runs measure on (tuning_shape), each run's three fastest then timed on
+    `args`; None: the tuning measures on `args`."""
     program = imagecl.compile(workload.source, f"<{workload.key}>")
     session = Session(program, args, device)
     naive = session.time(program.plan(None), repeats=repeats, max_seconds=max_seconds)
     record = {"naive_seconds": naive.median, "naive_times": naive.times, "runs": []}
+    # the naive variant's time on the tuning inputs, as far as the element count tells
+    scale = 1.0 if tune_args is None else _elements(tune_args) / _elements(args)
+    if tune_args is not None:
+        record["tuning_size"] = _grid_size(workload, tune_args)
     session.set_reference_from(program.plan(None))
     repeats_tuned = repeats if naive.median < 0.25 else MIN_TIMED  # slow kernels (big problems on a CPU): fewer
     for seed in range(runs):
         t0 = time.time()
         with tempfile.TemporaryDirectory(prefix="imagecl-peers-") as folder:
-            tuning = tune(program, args, device, Path(folder) / "tuning.db", tune_seconds, budget, naive.median,
-                          seed=seed)
+            tuning = tune(program, args if tune_args is None else tune_args, device, Path(folder) / "tuning.db",
+                          tune_seconds, budget, naive.median * scale, seed=seed)
         tuning["wall_seconds"] = time.time() - t0
         run = {"tuning": tuning, "tuned_seconds": None}
         record["runs"].append(run)
@@ -193,8 +199,12 @@ def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds
         # noisy pick on a busy machine; the fastest again is the run's tuned variant
         finalists = []
         for config in tuning["finalists"]:
-            timing = session.time(program.plan(config, device), repeats=repeats_tuned, max_seconds=max_seconds,
-                                  verify=True)
+            try:
+                timing = session.time(program.plan(config, device), repeats=repeats_tuned, max_seconds=max_seconds,
+                                      verify=True)
+            except ImageCLError as exc:  # tuned on smaller inputs: a configuration these cannot take
+                record.setdefault("rejected", []).append({"config": config, "problem": str(exc)[:300]})
+                continue
             if timing.problem:  # the tuner verified it; should it differ now, it is left out, and said
                 record.setdefault("rejected", []).append({"config": config, "problem": timing.problem})
                 continue
@@ -213,6 +223,36 @@ def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds
     record.update(tuned_seconds=median_time(times), config=median_run.get("config"),
                   tuned_range=[min(times), max(times)])
     return record, naive.outputs
+
+
+def _elements(args: dict) -> int:
+    return max(int(np.asarray(a).size) for a in args.values() if isinstance(a, np.ndarray))
+
+
+def _grid_size(workload: Workload, args: dict) -> list[int]:
+    return list(reversed(args[workload.reads[0]].shape)) if workload.reads else []
+
+
+# the CPU's tuning runs measure on inputs of at most this many elements (--tune-scale's default)
+CPU_TUNING_ELEMENTS = 1 << 20
+
+
+def tuning_shape(shape: tuple[int, ...], scale: Optional[float], cpu: bool) -> Optional[tuple[int, ...]]:
+    """The shape the tuning runs measure on, None for `shape` itself: each side times `scale`
+    (at least 16); by default (None) on a CPU the sides scaled alike to CPU_TUNING_ELEMENTS
+    elements where the problem is larger. Why on a CPU: one measurement there costs a build plus
+    launches of up to a second at the published sizes, so a tuning run of a minute measured 1-4
+    configurations of convolution 9x9 and never reached the vector code; at a million elements
+    a launch takes milliseconds and the build is most of the cost. The tuned variants are timed
+    at the published size afterwards, so the ratios stay those of the published size."""
+    if scale is None:
+        elements = int(np.prod(shape))
+        if not cpu or elements <= CPU_TUNING_ELEMENTS:
+            return None
+        scale = (CPU_TUNING_ELEMENTS / elements) ** (1.0 / len(shape))
+    if scale >= 1.0:
+        return None
+    return tuple(max(16, int(round(s * scale))) for s in shape)
 
 
 # ---- the run ---------------------------------------------------------------------------------------------
@@ -264,6 +304,10 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     parser.add_argument("--tune-seconds", type=float, default=None,
                         help="most tuning time per run and workload (0 with no --budget: none; default 20 on a GPU, "
                              "120 on a CPU, where one measurement costs a build and launches of up to a second)")
+    parser.add_argument("--tune-scale", type=float, default=None,
+                        help="the tuning runs measure on inputs with each side this times the timed size, and "
+                             "their three fastest are then timed at the timed size (default: 1 on a GPU; on a CPU "
+                             "the scale that brings the problem to about a million elements, where larger)")
     parser.add_argument("--deadline-minutes", type=float, default=None,
                         help="shorten the tuning of the later workloads so that the run ends in about this time")
     parser.add_argument("--out", default=None, help="default: benchmarks/results of the checkout")
@@ -297,8 +341,9 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     if not tag.replace("-", "").replace("_", "").isalnum():
         parser.error(f"--tag {tag!r}: use letters, digits, '-' and '_' only")
     negative_tuning = args.tune_seconds is not None and args.tune_seconds < 0
-    if negative_tuning or (args.size_scale is not None and args.size_scale <= 0):
-        parser.error("--tune-seconds must be >= 0 and --size-scale > 0")
+    if negative_tuning or (args.size_scale is not None and args.size_scale <= 0) or (
+            args.tune_scale is not None and not 0 < args.tune_scale <= 1):
+        parser.error("--tune-seconds must be >= 0, --size-scale > 0 and --tune-scale in (0, 1]")
     workloads = all_workloads()
     if args.only:
         wanted = [w.strip() for w in args.only.split(",") if w.strip()]
@@ -340,7 +385,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device_kind": args.device,
                   "machine": machine, "copy_bandwidth": bandwidth, "quick": args.quick,
                   "command": "python benchmarks/peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
-                  "tune_seconds": args.tune_seconds, "runs": args.runs, "budget": args.budget,
+                  "tune_seconds": args.tune_seconds, "tune_scale": args.tune_scale, "runs": args.runs, "budget": args.budget,
                   "repeats": repeats, "records": done, "note": args.note,
                   "seconds": time.time() - started, "tag": tag, "partial": not complete}
         result["machine"]["load_average_after"] = list(os.getloadavg())
@@ -357,6 +402,9 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         if args.size_scale and (args.quick or int(np.prod(w.full)) > 1 << 20):  # stereo, raycasting: small already
             shape = tuple(max(16, int(s * args.size_scale)) for s in shape)
         arguments = w.make(shape, rng)
+        small = tuning_shape(shape, args.tune_scale, info.kind == "CPU")
+        # inputs of their own (not drawn from `rng`: the timed inputs stay those of a run without them)
+        tune_arguments = w.make(small, np.random.default_rng(2018 + index)) if small is not None else None
         print(f"[{info.name}] {w.title} {'x'.join(map(str, reversed(shape)))} ...", file=sys.stderr, flush=True)
         record = {"workload": w.key, "title": w.title, "family": w.family, "size": list(reversed(shape)),
                   "boundary": w.boundary, "memory_bound": w.memory_bound, "bytes": w.bytes_moved(arguments),
@@ -364,7 +412,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         t0 = time.time()
         try:
             ours, reference = imagecl_side(w, arguments, device, args.runs, tune_seconds, args.budget,
-                                           repeats, max_seconds)
+                                           repeats, max_seconds, tune_arguments)
         except ImageCLError as exc:
             record["error"] = str(exc)
             records.append(record)
