@@ -110,3 +110,18 @@ def test_a_live_problem_knows_its_device_kind():
     assert problem.device_kind == "CPU"
     Measurer.device = None
     assert LiveProblem(space, Measurer()).device_kind is None
+
+
+def test_cpu_peer_run_tunes_on_the_smaller_inputs_and_times_at_the_full_size(tmp_path):
+    """--tune-scale 0.5: each run's search measures 32x32 inputs (the tuning store's problem
+    size), and its finalists are timed, checked, at the record's 64x64."""
+    from imagecl.bench import peers
+
+    argv = ["--device", "cpu", "--quick", "--size-scale", "0.25", "--workloads", "conv3", "--runs", "1",
+            "--budget", "3", "--tune-seconds", "5", "--repeats", "2", "--tune-scale", "0.5", "--out", str(tmp_path),
+            "--halide-schedulers", "Mullapudi2016", "--benchmarks-md", ""]
+    record = peers.run(argv)["records"][0]
+    ours = record["imagecl"]
+    assert record["size"] == [64, 64] and ours["tuning_size"] == [32, 32]
+    run = ours["runs"][0]
+    assert run["tuning"]["problem_size"] == "32x32" and run["tuned_seconds"] > 0 and "rejected" not in ours

@@ -146,6 +146,7 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
         info["stored_before"] = len(measurer.stored())  # 0 for an independent run
         space = measurer.space
         info["space_size"] = space.size
+        info["problem_size"] = measurer.run.problem_size  # what the tuning measured on
         if seconds > 0 or budget:
             started = time.time()
             measurer.measure([space.defaults])  # starts the worker (builds and runs the naive variant)
