@@ -71,6 +71,14 @@ def test_hybrid_on_a_cpu_measures_vector_code_in_its_first_sample():
         assert result.best_config["vector_x"] == 2
 
 
+def test_a_small_budget_still_samples_every_vector_x_value_first():
+    """A budget of 8 (what a CPU tuning run of 20 s affords) gives a first stage of 0.3 x 8 = 2
+    draws; led by the code shape it takes 3, one per vector_x value."""
+    for seed in range(4):
+        result = hybrid(_cpu_space("CPU"), 8, np.random.default_rng(seed), model="constant")
+        assert sorted(c["vector_x"] for c, _ in result.history[:3]) == [0, 1, 2], result.history[:3]
+
+
 def test_device_kind_of_an_opencl_device():
     from imagecl.runtime.devices import select_device
 

@@ -82,7 +82,10 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     info: dict[str, Any] = {"strategy": "ml", "model": model, "threshold": threshold, "retrains": 0}
     try:
         stage1 = max(1, min(budget, round(sample_fraction * budget)))
-        seeded = _first_stage(problem, session, rng, stage1, seeds, spread, code_shape_levels(problem, code_shape))
+        lead = code_shape_levels(problem, code_shape) if spread else []
+        if lead:  # one configuration per value of the code shape's first level, however small the budget
+            stage1 = min(budget, max(stage1, len(seeds) + math.prod(len(problem.parameters[c].values) for c in lead[0])))
+        seeded = _first_stage(problem, session, rng, stage1, seeds, spread, lead)
         info["stage1"] = session.evaluations
         info["seeded"] = seeded
         if session.best_time is None or session.remaining <= 0:
