@@ -122,14 +122,42 @@ def test_a_live_problem_knows_its_device_kind():
 
 def test_cpu_peer_run_tunes_on_the_smaller_inputs_and_times_at_the_full_size(tmp_path):
     """--tune-scale 0.5: each run's search measures 32x32 inputs (the tuning store's problem
-    size), and its finalists are timed, checked, at the record's 64x64."""
+    size), proposing 2 configurations at a time (--tune-batch 2, built in parallel), and its
+    finalists are timed, checked, at the record's 64x64."""
     from imagecl.bench import peers
 
     argv = ["--device", "cpu", "--quick", "--size-scale", "0.25", "--workloads", "conv3", "--runs", "1",
-            "--budget", "3", "--tune-seconds", "5", "--repeats", "2", "--tune-scale", "0.5", "--out", str(tmp_path),
+            "--budget", "3", "--tune-seconds", "60", "--repeats", "2", "--tune-scale", "0.5", "--tune-batch", "2", "--out", str(tmp_path),
             "--halide-schedulers", "Mullapudi2016", "--benchmarks-md", ""]
     record = peers.run(argv)["records"][0]
     ours = record["imagecl"]
     assert record["size"] == [64, 64] and ours["tuning_size"] == [32, 32]
     run = ours["runs"][0]
     assert run["tuning"]["problem_size"] == "32x32" and run["tuned_seconds"] > 0 and "rejected" not in ours
+    assert run["tuning"]["batch"] == 2 and run["tuning"]["evaluations"] == 3
+
+
+def test_a_batch_stopped_by_the_deadline_ends_the_search_cleanly():
+    """With batches (a cluster, or peers' --tune-batch), a deadline that stops a batch before it
+    is measured ends the search (BudgetExhausted), keeps what was measured, and drops the rest."""
+    from imagecl.tuner.strategies import BudgetExhausted, Session
+
+    class Late(problem_mod.FunctionProblem):
+        calls = 0
+
+        def evaluate_many(self, configs):
+            Late.calls += 1
+            if Late.calls > 1:  # the deadline passes after the first batch
+                raise BudgetExhausted
+            return super().evaluate_many(configs)
+
+    p = Late([Parameter("a", [1, 2, 3, 4])], lambda c: float(c["a"]))
+    p.batch = 2
+    session = Session(p, 10)
+    session.measure([1])
+    session.measure([2])  # the first batch: measured
+    session.measure([3])
+    with pytest.raises(BudgetExhausted):
+        session.measure([4])
+    result = session.result()
+    assert [t for _, t in result.history] == [1.0, 2.0] and result.best_time == 1.0

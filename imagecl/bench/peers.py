@@ -127,22 +127,31 @@ def time_peer(peer: Peer, workload: Workload, args: dict, reference: dict, repea
 
 # ---- the ImageCL side ------------------------------------------------------------------------------------
 def tune(program, args: dict, device, store_path: Path, seconds: float, budget: Optional[int], naive_seconds: float,
-         seed: int = 0) -> dict:
+         seed: int = 0, batch: int = 1) -> dict:
     """One independent tuning run, as `imagecl tune` tunes (the naive variant as the baseline, the
     default strategy) in the store at `store_path` (the caller gives a fresh one: no measurement,
     prior or transfer seed from an earlier run) with `budget` configurations (None: as many as
     about `seconds` allow) and at most about `seconds`; returns the run's three fastest
     configurations and what the tuning did. The session's confirmation is left out: `imagecl_side`
-    times the three fastest again itself, as it times the naive variant and the peers."""
+    times the three fastest again itself, as it times the naive variant and the peers.
+
+    `batch` > 1: the search proposes that many configurations at a time (Session's batches, as
+    on a cluster) and that many builder processes build them while the worker measures: on a
+    CPU at a million elements a build (1-3 s, unrolled 9x9 and 11x11 filters) costs far more
+    than the launches, and a 12 s run built 4 configurations one after the other. The builds
+    share the cores with the launches, so the times that rank the search are noisier; the
+    finalists are timed again on an idle device."""
     from imagecl.tuner.engine import MeasureOptions, Measurer
     from imagecl.tuner.session import SessionOptions, run_session
     from imagecl.tuner.store import Store
 
     info: dict = {"seed": seed}
     slow = naive_seconds > 0.25  # big problems on a CPU: fewer timed launches per configuration
-    options = MeasureOptions(timeout=max(30.0, seconds, 20 * naive_seconds), prebuild=False,
-                             repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5)
+    options = MeasureOptions(timeout=max(30.0, seconds, 20 * naive_seconds), prebuild=batch > 1,
+                             build_workers=max(1, batch), repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5)
+    info["batch"] = batch
     with Store(store_path) as store, Measurer(program, args, store, device, options) as measurer:
+        measurer.workers = batch  # configurations proposed at a time (run_session reads it as a cluster's)
         info["stored_before"] = len(measurer.stored())  # 0 for an independent run
         space = measurer.space
         info["space_size"] = space.size
@@ -152,8 +161,9 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
             measurer.measure([space.defaults])  # starts the worker (builds and runs the naive variant)
             if budget is None:
                 warm = time.time()
-                measurer.measure(space.random(2, seed=seed))  # how long one configuration takes here
-                per_config = max((time.time() - warm) / 2, 0.02)
+                probes = max(2, batch)
+                measurer.measure(space.random(probes, seed=seed))  # how long one configuration takes here
+                per_config = max((time.time() - warm) / probes, 0.02)
                 budget = int(min(500, max(8, seconds / per_config)))
             session = run_session(measurer, SessionOptions(budget=budget, seed=seed, confirm=0, transfer=False,
                                                            seconds=max(0.0, started + seconds - time.time())))
@@ -171,7 +181,8 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
 
 
 def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds: float, budget: Optional[int],
-                 repeats: int, max_seconds: float, tune_args: Optional[dict] = None) -> tuple[dict, dict]:
+                 repeats: int, max_seconds: float, tune_args: Optional[dict] = None,
+                 batch: int = 1) -> tuple[dict, dict]:
     """Our record (the naive time, and per independent tuning run its tuned time; the tuned time
     is the runs' median) and the naive variant's outputs, the reference. `tune_args`: smaller
     inputs the tuning runs measure on (tuning_shape), each run's three fastest then timed on
@@ -190,7 +201,7 @@ def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds
         t0 = time.time()
         with tempfile.TemporaryDirectory(prefix="imagecl-peers-") as folder:
             tuning = tune(program, args if tune_args is None else tune_args, device, Path(folder) / "tuning.db",
-                          tune_seconds, budget, naive.median * scale, seed=seed)
+                          tune_seconds, budget, naive.median * scale, seed=seed, batch=batch)
         tuning["wall_seconds"] = time.time() - t0
         run = {"tuning": tuning, "tuned_seconds": None}
         record["runs"].append(run)
@@ -234,8 +245,10 @@ def _grid_size(workload: Workload, args: dict) -> list[int]:
     return list(reversed(args[workload.reads[0]].shape)) if workload.reads else []
 
 
-# the CPU's tuning runs measure on inputs of at most this many elements (--tune-scale's default)
+# the CPU's tuning runs measure on inputs of at most this many elements (--tune-scale's default),
+# proposing this many configurations at a time, built in parallel (--tune-batch's default)
 CPU_TUNING_ELEMENTS = 1 << 20
+CPU_TUNING_BATCH = 4
 
 
 def tuning_shape(shape: tuple[int, ...], scale: Optional[float], cpu: bool) -> Optional[tuple[int, ...]]:
@@ -309,6 +322,9 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
                         help="the tuning runs measure on inputs with each side this times the timed size, and "
                              "their three fastest are then timed at the timed size (default: 1 on a GPU; on a CPU "
                              "the scale that brings the problem to about a million elements, where larger)")
+    parser.add_argument("--tune-batch", type=int, default=None,
+                        help="configurations a tuning run proposes at a time, built in parallel (default: 4 on a CPU "
+                             "tuning on smaller inputs, where builds cost more than launches; else 1)")
     parser.add_argument("--deadline-minutes", type=float, default=None,
                         help="shorten the tuning of the later workloads so that the run ends in about this time")
     parser.add_argument("--out", default=None, help="default: benchmarks/results of the checkout")
@@ -335,8 +351,9 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         return merge_files(parser, args)
     if args.device is None:
         parser.error("--device is required (or --merge)")
-    if args.runs < 1 or (args.budget is not None and args.budget < 1):
-        parser.error("--runs and --budget must be at least 1")
+    if args.runs < 1 or (args.budget is not None and args.budget < 1) or (
+            args.tune_batch is not None and args.tune_batch < 1):
+        parser.error("--runs, --budget and --tune-batch must be at least 1")
 
     tag = args.tag or (args.device + ("-quick" if args.quick else ""))
     if not tag.replace("-", "").replace("_", "").isalnum():
@@ -406,6 +423,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         small = tuning_shape(shape, args.tune_scale, info.kind == "CPU")
         # inputs of their own (not drawn from `rng`: the timed inputs stay those of a run without them)
         tune_arguments = w.make(small, np.random.default_rng(2018 + index)) if small is not None else None
+        batch = args.tune_batch or (CPU_TUNING_BATCH if small is not None and info.kind == "CPU" else 1)
         print(f"[{info.name}] {w.title} {'x'.join(map(str, reversed(shape)))} ...", file=sys.stderr, flush=True)
         record = {"workload": w.key, "title": w.title, "family": w.family, "size": list(reversed(shape)),
                   "boundary": w.boundary, "memory_bound": w.memory_bound, "bytes": w.bytes_moved(arguments),
@@ -413,7 +431,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         t0 = time.time()
         try:
             ours, reference = imagecl_side(w, arguments, device, args.runs, tune_seconds, args.budget,
-                                           repeats, max_seconds, tune_arguments)
+                                           repeats, max_seconds, tune_arguments, batch)
         except ImageCLError as exc:
             record["error"] = str(exc)
             records.append(record)
