@@ -11,17 +11,26 @@ device, else a plain work-group size on a GPU and the naive variant on a CPU. Ev
 checked against a single-device run first. Times are wall seconds of the whole call, the median of
 --repeats runs after a warm-up, with their spread (min, max).
 
-"predicted" is split_tuning.predict from one profile per device (no combination measured);
-"tuned" refines it by measuring its neighbours (split_tuning.tune). The ratios come from a final
+First the system model (imagecl/runtime/system_model.py) is calibrated on synthetic stencils
+(each device alone, then a sweep of shares), and its predictions are compared on held-out synthetic
+programs (leave one program out) with the analytic model, scikit-learn trees and boosting, and a
+model tree (a shallow tree with a linear model per leaf, as the wavefront tuner's M5P).
+
+"predicted" is split_tuning.predict, the analytic model, from one profile per device (no combination
+measured); "predicted_system" is system_model.predict from the same profiles and the calibrated
+terms; "tuned" refines the latter by measuring its neighbours (split_tuning.tune). The ratios come from a final
 confirmation: each device alone, the predicted and tuned splits and the sweep's three fastest timed
 again in --confirm-rounds interleaved rounds; "best" is the fastest of them.
-About 4-6 minutes on a GPU host with the defaults; --quick for a small local check.
+About 5-6 minutes on a GPU host with --budget-s 240 (calibration about a minute); --quick for a small
+local check.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
+import math
 import platform
 import statistics
 import sys
@@ -34,7 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import imagecl  # noqa: E402
 from imagecl.errors import ConfigError  # noqa: E402
-from imagecl.runtime import multidevice, split_tuning  # noqa: E402
+from imagecl.bench.split_confirm import confirm  # noqa: E402
+from imagecl.runtime import multidevice, split_tuning, system_model  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -107,28 +117,9 @@ def timed(call, repeats: int) -> dict:
     return {"median_s": statistics.median(runs), "min_s": min(runs), "max_s": max(runs), "runs": runs}
 
 
-def confirm(call, result: dict, rounds: int, leaders: int = 3) -> list[dict]:
-    """The finalists timed again in interleaved rounds (one call of each per round), so that a slow
-    moment of the host or a device hits all of them alike and the sweep's luckiest median (the
-    minimum of many noisy ones) is not what the ratios divide by."""
-    candidates = [{"role": "single", "device": s["device"], "shares": s["shares"], "h": s["h"] if "h" in s else None}
-                  for s in result["singles"]]
-    candidates.append({"role": "predicted", "shares": result["predicted"]["shares"], "h": result["predicted"]["h"]})
-    candidates.append({"role": "tuned", "shares": result["tuned"]["shares"], "h": result["tuned"]["h"]})
-    for r in sorted(result["sweep"], key=lambda r: r["median_s"])[:leaders]:
-        candidates.append({"role": "sweep", "shares": r["shares"], "h": r["h"]})
-    runs = [[] for _ in candidates]
-    for _ in range(rounds):
-        for c, times in zip(candidates, runs):
-            start = time.perf_counter()
-            call(c["shares"], c["h"])
-            times.append(time.perf_counter() - start)
-    return [{**c, "median_s": statistics.median(t), "min_s": min(t), "max_s": max(t), "runs": t}
-            for c, times in zip(candidates, runs) for t in [times]]
-
-
 def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps: int | None, repeats: int,
-               step: float, hs: list[int], deadline: float, confirm_rounds: int = 7) -> dict:
+               step: float, hs: list[int], deadline: float, confirm_rounds: int = 7, terms=None,
+               samples: list | None = None) -> dict:
     iterate = steps is not None
 
     def call(shares, h=None):
@@ -155,12 +146,18 @@ def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps:
     profiles = [split_tuning.profile(prog, args, d, c, repeats) for d, c in zip(devices, configs)]
     predicted = split_tuning.predict(profiles, iterate, steps or 1)
     result["profiles"] = [{"device": p.device.name.strip(), "wall_s": p.wall, "kernel_s": p.kernel,
-                           "transfer_s": p.transfer} for p in profiles]
+                           "transfer_s": p.transfer, "rows": p.rows} for p in profiles]
     h_predicted = split_tuning.predict_h(prog, predicted, profiles[0].rows, hs) if iterate else None
     result["predicted"] = {"shares": predicted, "h": h_predicted,
                            "model_s": split_tuning.predicted_seconds(profiles, predicted, iterate, steps or 1),
                            **timed(lambda: call(predicted, h_predicted), repeats)}
-    tuned = split_tuning.tune(prog, args, devices, configs, repeats, iterate=steps, hs=hs)
+    depth = split_tuning.depth_of(prog) if iterate else 0
+    result["depth"] = depth
+    found = system_model.predict(terms, profiles, steps, depth, hs)
+    result["predicted_system"] = {"shares": found.shares, "h": found.h, "model_s": found.seconds,
+                                  "model_single_s": found.single_seconds,
+                                  **timed(lambda: call(found.shares, found.h), repeats)}
+    tuned = split_tuning.tune(prog, args, devices, configs, repeats, iterate=steps, hs=hs, system=terms)
     result["tuned"] = {"shares": tuned.best.shares, "h": tuned.best.h, "median_s": tuned.best.seconds,
                        "runs": tuned.best.runs, "measurements": len(tuned.measured)}
     for shares in compositions(len(devices), step):
@@ -169,6 +166,25 @@ def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps:
                 result["sweep_cut_short"] = True
                 break
             result["sweep"].append({"shares": shares, "h": h, **timed(lambda: call(shares, h), repeats)})
+    if samples is not None and len(devices) == 2:
+        # judged on the sweep (no confirmation round): the swept time at the nearest share (best h),
+        # over the sweep's best, beside the analytic and system model's shares judged alike
+        best_swept = min(r["median_s"] for r in result["sweep"])
+
+        def swept(shares):
+            near = min({tuple(r["shares"]) for r in result["sweep"]},
+                       key=lambda sh: sum(abs(a - b) for a, b in zip(sh, shares)))
+            return min(r["median_s"] for r in result["sweep"] if tuple(r["shares"]) == near)
+
+        try:
+            learned = learned_shares(samples, profiles, steps, depth)
+        except Exception as exc:  # noqa: BLE001 - the case's measurements matter more
+            result["learners_error"] = f"{type(exc).__name__}: {exc}"
+            learned = {}
+        result["on_the_sweep"] = {name: {"shares": [1 - v, v], "share_of_best": best_swept / swept([1 - v, v])}
+                                  for name, v in learned.items()}
+        for name, shares in (("analytic", predicted), ("system_model", found.shares)):
+            result["on_the_sweep"][name] = {"shares": shares, "share_of_best": best_swept / swept(shares)}
     confirmed = confirm(call, result, confirm_rounds)
     result["confirmed"] = confirmed
     singles_c = [c for c in confirmed if c["role"] == "single"]
@@ -177,6 +193,7 @@ def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps:
     # and each device alone are all splits), so no share of it exceeds 100% by the sweep's noise
     best = min(confirmed, key=lambda r: r["median_s"])
     result["predicted"]["median_s"] = next(c["median_s"] for c in confirmed if c["role"] == "predicted")
+    result["predicted_system"]["median_s"] = next(c["median_s"] for c in confirmed if c["role"] == "predicted_system")
     result["tuned"]["median_s"] = next(c["median_s"] for c in confirmed if c["role"] == "tuned")
     result["best"] = {"shares": best["shares"], "h": best["h"], "median_s": best["median_s"], "role": best["role"]}
     result["best_single"] = {"device": best_single["device"], "median_s": best_single["median_s"]}
@@ -185,8 +202,166 @@ def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps:
     result["speedup_best_over_best_single"] = best_single["median_s"] / best["median_s"]
     # the predicted split's speed as a share of the best split's (1.0: as fast)
     result["predicted_share_of_best"] = best["median_s"] / result["predicted"]["median_s"]
+    result["predicted_system_share_of_best"] = best["median_s"] / result["predicted_system"]["median_s"]
     result["tuned_share_of_best"] = best["median_s"] / result["tuned"]["median_s"]
     return result
+
+
+# ---- the system model on held-out synthetic programs ---------------------------------------------------------
+
+
+def _instances_of(samples: list) -> list[list]:
+    """The samples grouped by synthetic program (they share its profiles, steps and depth)."""
+    groups: dict = {}
+    for smp in samples:
+        groups.setdefault(json.dumps([smp.profiles, smp.steps, smp.depth]), []).append(smp)
+    return list(groups.values())
+
+
+def _time_at(group: list, shares: list[float]) -> float:
+    """The measured time at the swept shares nearest `shares` (the best of its h): every method
+    is judged on its shares alone, at the same grid."""
+    near = min({tuple(smp.shares) for smp in group}, key=lambda sh: sum(abs(a - b) for a, b in zip(sh, shares)))
+    return min(smp.seconds for smp in group if tuple(smp.shares) == near)
+
+
+def _features(group: list) -> list[float]:
+    """What a learned predictor sees of a synthetic or real program: each device's alone-profile
+    (per-row and fixed seconds, relative to the first device's whole time), the rows and steps,
+    and the analytic model's share."""
+    smp = group[0]
+    profiles = smp.profile_objects()
+    iterate = smp.steps is not None
+    steps = smp.steps or 1
+    whole = [p.fixed(iterate) + steps * p.rows * p.per_row(iterate) for p in profiles]
+    analytic = split_tuning.predict(profiles, iterate, steps)
+    return ([math.log(whole[i] / whole[0]) for i in range(1, len(profiles))]
+            + [p.fixed(iterate) / w for p, w in zip(profiles, whole)]
+            + [math.log(whole[0]), math.log(profiles[0].rows), float(iterate), math.log(steps), smp.depth]
+            + analytic[1:])
+
+
+class ModelTree:
+    """A shallow regression tree with a linear model in each leaf (the wavefront tuner's M5P, in
+    scikit-learn's pieces)."""
+
+    def __init__(self, depth: int = 2, leaf: int = 3) -> None:
+        from sklearn.tree import DecisionTreeRegressor
+
+        self.tree = DecisionTreeRegressor(max_depth=depth, min_samples_leaf=leaf, random_state=0)
+        self.leaves: dict = {}
+
+    def fit(self, x, y):
+        from sklearn.linear_model import Ridge
+
+        x, y = np.asarray(x), np.asarray(y)
+        self.tree.fit(x, y)
+        where = self.tree.apply(x)
+        for leaf in set(where):
+            self.leaves[leaf] = Ridge(alpha=1.0).fit(x[where == leaf], y[where == leaf])
+        return self
+
+    def predict(self, x):
+        x = np.asarray(x)
+        return np.array([self.leaves[leaf].predict(row[None, :])[0] for leaf, row in zip(self.tree.apply(x), x)])
+
+
+def _tree():
+    from sklearn.tree import DecisionTreeRegressor
+
+    return DecisionTreeRegressor(max_depth=3, min_samples_leaf=2, random_state=0)
+
+
+def _boosting():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    return GradientBoostingRegressor(n_estimators=60, max_depth=2, random_state=0)
+
+
+LEARNERS = {"tree": _tree, "boosting": _boosting, "model_tree": ModelTree}
+
+
+def learned_shares(samples: list, profiles: list, steps, depth: int) -> dict:
+    """Each learner, trained on every synthetic program, predicts the second device's share of a
+    real program from its alone-profiles (two devices only)."""
+    groups = _instances_of(samples)
+    x = [_features(g) for g in groups]
+    y = [min(g, key=lambda s: s.seconds).shares[1] for g in groups]
+    probe = [system_model.Sample([[p.rows, p.wall, p.kernel, p.transfer] for p in profiles], [1.0, 0.0], steps, 1,
+                                 depth, 1.0)]
+    return {name: float(np.clip(make().fit(x, y).predict([_features(probe)])[0], 0.0, 1.0))
+            for name, make in LEARNERS.items()}
+
+
+def held_out(samples: list, count: int, hs: list[int]) -> dict:
+    """Leave one synthetic program out: each method predicts its shares from the others, judged
+    by the measured time there as a share of its sweep's best."""
+    groups = _instances_of(samples)
+    scores: dict[str, list[float]] = {"analytic": [], "system_model": []}
+    learners = LEARNERS if count == 2 else {}
+    for name in learners:
+        scores[name] = []
+    for k, group in enumerate(groups):
+        rest = [smp for j, g in enumerate(groups) if j != k for smp in g]
+        best = min(smp.seconds for smp in group)
+        smp = group[0]
+        profiles = smp.profile_objects()
+        analytic = split_tuning.predict(profiles, smp.steps is not None, smp.steps or 1)
+        scores["analytic"].append(best / _time_at(group, analytic))
+        terms = system_model.fit(rest, count)
+        found = system_model.predict(terms, profiles, smp.steps, smp.depth, hs)
+        scores["system_model"].append(best / _time_at(group, found.shares))
+        others = [g for j, g in enumerate(groups) if j != k]
+        x = [_features(g) for g in others]
+        y = [min(g, key=lambda s: s.seconds).shares[1] for g in others]
+        for name, make in learners.items():
+            share = float(np.clip(make().fit(x, y).predict([_features(group)])[0], 0.0, 1.0))
+            scores[name].append(best / _time_at(group, [1 - share, share]))
+    return {name: {"mean": statistics.mean(v), "min": min(v), "each": v} for name, v in scores.items() if v}
+
+
+def real_sweeps_held_out(cases: list, count: int, hs: list[int]) -> dict:
+    """The model's form on the real programs: its terms fitted on the other real programs' sweeps
+    (leave one out), its shares judged on the sweep. Tells a model that cannot express the
+    system from synthetic programs that do not resemble the real ones."""
+    groups = []
+    for c in cases:
+        prof = [[p["rows"], p["wall_s"], p["kernel_s"], p["transfer_s"]] for p in c["profiles"]]
+        groups.append([system_model.Sample(prof, r["shares"], c["steps"], r["h"] or 1, c["depth"], r["median_s"])
+                       for r in c["sweep"]])
+    scores = []
+    for k, group in enumerate(groups):
+        rest = [smp for j, g in enumerate(groups) if j != k for smp in g]
+        found = system_model.predict(system_model.fit(rest, count), group[0].profile_objects(), group[0].steps,
+                                     group[0].depth, hs)
+        scores.append(min(smp.seconds for smp in group) / _time_at(group, found.shares))
+    return {"mean": statistics.mean(scores), "min": min(scores), "each": scores}
+
+
+def _guarded(analysis) -> dict:
+    """An analysis of what was measured; its failure is reported, and the measurements kept."""
+    try:
+        return analysis()
+    except Exception as exc:  # noqa: BLE001 - the run's measurements must reach the JSON
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def calibrate(devices: list, quick: bool, repeats: int, hs: list[int]) -> tuple:
+    instances = (system_model.default_instances((160, 128), 4) if quick
+                 else system_model.default_instances((2048, 2048), 16))
+    t0 = time.time()
+    model = system_model.calibrate(devices, instances, repeats, log=lambda line: print(line, flush=True))
+    seconds = time.time() - t0
+    compared = _guarded(lambda: held_out(model.samples, len(devices), hs))
+    print(f"system model: {model.terms} (median error {model.fit_error:.0%}, {seconds:.0f} s)")
+    for name, v in compared.items():
+        if name == "error":
+            continue
+        print(f"  held-out synthetic programs, {name:12s}: {v['mean']:.0%} of the best split's speed on average, "
+              f"{v['min']:.0%} at worst")
+    return model, {"seconds": seconds, "terms": dataclasses.asdict(model.terms), "fit_error": model.fit_error,
+                   "instances": [dataclasses.asdict(i) for i in instances], "held_out": compared,
+                   "samples": [dataclasses.asdict(smp) for smp in model.samples]}
 
 
 def main(argv=None) -> int:
@@ -210,7 +385,9 @@ def main(argv=None) -> int:
     step = args.step or (0.05 if len(devices) == 2 else 0.1)
     hs = [int(h) for h in args.hs.split(",")]
     started = time.time()
-    deadline = started + args.budget_s
+    model, calibration = calibrate(devices, args.quick, args.repeats, hs)
+    terms = model.terms_for(devices)
+    deadline = time.time() + args.budget_s
     rng = np.random.default_rng(0)
     plan = [(p, s, None) for p in ("convolution9", "median") for s in args.sizes.split(",")]
     plan += [(p, s, args.steps) for p in ("heat", "conway") for s in args.iter_sizes.split(",")]
@@ -225,7 +402,7 @@ def main(argv=None) -> int:
         case_deadline = time.time() + max(5.0, (deadline - time.time()) / left)
         t0 = time.time()
         result = bench_case(prog, name, case_args, devices, configs, steps, args.repeats, step, hs, case_deadline,
-                            args.confirm_rounds)
+                            args.confirm_rounds, terms, model.samples)
         result.update({"program": name, "size": [w, h], "steps": steps, "configs": configs,
                        "seconds_spent": time.time() - t0})
         cases.append(result)
@@ -237,18 +414,42 @@ def main(argv=None) -> int:
               f"[{', '.join(f'{s:.2f}' for s in result['best']['shares'])}"
               + (f", h {result['best']['h']}" if steps else "") + "]; "
               f"speed-up tuned/best single {result['speedup_tuned_over_best_single']:.2f}x, "
-              f"predicted {result['predicted_share_of_best']:.0%} of best", flush=True)
+              f"predicted {result['predicted_share_of_best']:.0%} of best, with the system model "
+              f"{result['predicted_system_share_of_best']:.0%} "
+              f"[{', '.join(f'{s:.2f}' for s in result['predicted_system']['shares'])}]", flush=True)
     shares = [c["predicted_share_of_best"] for c in cases]
+    system_shares = [c["predicted_system_share_of_best"] for c in cases]
     summary = {"mean_predicted_share_of_best": statistics.mean(shares), "min_predicted_share_of_best": min(shares),
+               "mean_predicted_system_share_of_best": statistics.mean(system_shares),
+               "min_predicted_system_share_of_best": min(system_shares),
+               "calibration_s": calibration["seconds"],
+               "held_out_synthetic": {k: {"mean": v["mean"], "min": v["min"]} if isinstance(v, dict) else v
+                                      for k, v in calibration["held_out"].items()},
+               "real_cases_on_the_sweep": {k: {"mean": statistics.mean(c["on_the_sweep"][k]["share_of_best"]
+                                                                     for c in cases),
+                                               "min": min(c["on_the_sweep"][k]["share_of_best"] for c in cases)}
+                                           for k in (cases[0].get("on_the_sweep") or {})
+                                           if all(k in c.get("on_the_sweep", {}) for c in cases)},
+               "real_sweeps_held_out": _guarded(lambda: {k: v for k, v in real_sweeps_held_out(
+                   cases, len(devices), hs).items() if k != "each"}),
                "mean_tuned_share_of_best": statistics.mean(c["tuned_share_of_best"] for c in cases)}
     print(f"predicted split: {summary['mean_predicted_share_of_best']:.0%} of the best split's speed on average, "
           f"{summary['min_predicted_share_of_best']:.0%} at worst; tuned {summary['mean_tuned_share_of_best']:.0%} "
           f"on average ({time.time() - started:.0f} s)")
+    print(f"predicted with the system model: {summary['mean_predicted_system_share_of_best']:.0%} on average, "
+          f"{summary['min_predicted_system_share_of_best']:.0%} at worst")
+    v = summary["real_sweeps_held_out"]
+    if "error" not in v:
+        print(f"  the model's terms fitted on the other real programs' sweeps instead: {v['mean']:.0%} on average, "
+              f"{v['min']:.0%} at worst (judged on the sweep)")
+    for name, v in summary["real_cases_on_the_sweep"].items():
+        print(f"  real programs judged on the sweep, {name:12s}: {v['mean']:.0%} on average, {v['min']:.0%} at worst")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                                "host": platform.node(), "devices": [d.name.strip() for d in devices],
-                               "command": " ".join(sys.argv), "summary": summary, "cases": cases}, indent=1) + "\n")
+                               "command": " ".join(sys.argv), "summary": summary, "calibration": calibration,
+                               "cases": cases}, indent=1) + "\n")
     print(f"wrote {out}")
     return 0
 

@@ -466,6 +466,7 @@ def _tune(args) -> int:
     from .tuner.knowledge.fewshot import with_knowledge
     from .tuner.knowledge.sources import check_sources
     from .tuner.live import store_messages
+    from .tuner.phases import describe_phases, phase_report
     from .tuner.session import Measurement, SessionOptions, run_session
     from .tuner.simulate import SimulationError, resolve_strategy
     from .tuner.store import Store
@@ -536,6 +537,8 @@ def _tune(args) -> int:
         session = run_session(measurer, options)
         for note in measurer.notes:
             print(f"note: {note}", file=sys.stderr)
+        if args.verbose:
+            print(describe_phases(phase_report(measurer, time.time() - started)), file=sys.stderr)
         _submit_to_service(args.service, program, device, shape, store.records(measurer.run))
     if session.best_config is None:
         raise ImageCLError("no configuration could be measured successfully, the naive variant "

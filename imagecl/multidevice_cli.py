@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import sys
 import time
@@ -91,7 +92,7 @@ def tune_split(args: argparse.Namespace, tune_one: Callable[[argparse.Namespace]
     from . import splits
     from .cli import _load, _output_folder, _synthetic_inputs, parse_size
     from .outputs import check_output, write_atomic
-    from .runtime import multidevice, split_tuning
+    from .runtime import multidevice, split_tuning, system_model
 
     if not args.devices:
         raise ArgumentError("--iterate tunes a split across devices: pass --devices too")
@@ -119,8 +120,12 @@ def tune_split(args: argparse.Namespace, tune_one: Callable[[argparse.Namespace]
         for written in program.info.outputs:
             arguments.pop(written, None)
     print(f"== the split across {len(devices)} devices", file=sys.stderr)
-    found = split_tuning.tune(program, arguments, devices, iterate=args.iterate,
-                              log=lambda line: print(line, file=sys.stderr))
+    log = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    # calibrated once per device set, around the size tuned here (at most 2048 x 2048)
+    system = system_model.load_or_calibrate(devices, log=log, instances=system_model.default_instances(
+        [min(v, 2048) for v in tuple(reversed(shape))[:2]], args.iterate or 16))
+    found = split_tuning.tune(program, arguments, devices, iterate=args.iterate, log=log,
+                              system=system.terms_for(devices))
     best = found.best
     singles = [t for t in found.measured if sum(1 for s in t.shares if s > 0) == 1]
     best_single = min(t.seconds for t in singles)
@@ -132,6 +137,7 @@ def tune_split(args: argparse.Namespace, tune_one: Callable[[argparse.Namespace]
         "devices": [d.name.strip() for d in devices],
         "profiles": [{"device": p.device.name.strip(), "wall_s": p.wall, "kernel_s": p.kernel,
                       "transfer_s": p.transfer, "rows": p.rows} for p in found.profiles],
+        "system_model": {"terms": dataclasses.asdict(system.terms), "fit_error": system.fit_error},
         "predicted_shares": found.predicted, "predicted_model_s": found.predicted_model_seconds,
         "predicted_measured_s": predicted.seconds if predicted else None,
         "best": {"shares": best.shares, "h": best.h, "seconds": best.seconds},

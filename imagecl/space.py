@@ -170,10 +170,13 @@ class Space:
 
     def source_key(self, config: Mapping[str, int]) -> dict[str, int]:
         """The part of a configuration that decides its OpenCL source: all but the launch-only
-        parameters, except that variants with local memory compile their work-group size
-        in (reqd_work_group_size; codegen's VariantPlan.compiled_wg)."""
+        parameters, except that variants with local memory and a large work-group compile its
+        size in (reqd_work_group_size; codegen's compiles_work_group)."""
+        from .codegen.variant import compiles_work_group
+
         uses_local = any(config.get(p.name) for p in self.parameters if p.family is ch.LOCAL_MEM)
-        if uses_local:
+        wg = [config.get(p.name, ch.DRIVERS_CHOICE) for p in self.parameters if p.family is ch.WORK_GROUP]
+        if uses_local and any(w != ch.DRIVERS_CHOICE for w in wg) and compiles_work_group(True, wg):
             return dict(config)
         launch_only = set(self.launch_only)  # once per call, not per key: a whole space calls this
         return {k: v for k, v in config.items() if k not in launch_only}

@@ -446,3 +446,77 @@ def errors() -> None:
     _refused(lambda: load("heat").iterate(2, np.zeros((8, 8), np.float32), alpha=0.1,
                                           output=np.zeros((8, 8), np.float32)), ArgumentError, "leave it out")
     assert issubclass(DeviceError, ImageCLError)
+
+
+# ---- the system model (test_system_model.py, two devices) ---------------------------------------------------
+
+
+def system_model_calibrates_and_caches() -> None:
+    """Calibrated on two tiny synthetic programs, cached, and reloaded without measuring again."""
+    import tempfile
+
+    from imagecl.runtime import system_model
+
+    devices = multidevice.resolve_devices([0, 1])
+    instances = [system_model.Instance(48, 40, 1), system_model.Instance(48, 40, 1, steps=3)]
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "models.json"
+        model = system_model.load_or_calibrate(devices, cache, instances=instances, repeats=1)
+        # one run: every share of the sweep; iterated: the splits at h 1 and 4, each device alone at h 1
+        splits = sum(1 for s in system_model.CALIBRATION_SHARES if 0 < s < 1)
+        alone = len(system_model.CALIBRATION_SHARES) - splits
+        assert len(model.samples) == len(system_model.CALIBRATION_SHARES) + 2 * splits + alone
+        assert all(s.seconds > 0 for s in model.samples) and {s.steps for s in model.samples} == {None, 3}
+        assert all(np.isfinite(v) and v >= 0 for v in model.terms.vector())
+        assert model.fit_error == system_model.fit_error(model.terms, model.samples)
+        assert cache.is_file()
+
+        def refuse(*args, **kwargs):
+            raise AssertionError("a cached model was measured again")
+
+        measure, system_model.measure = system_model.measure, refuse
+        try:
+            again = system_model.load_or_calibrate(devices, cache, instances=instances, repeats=1)
+            assert again.terms == model.terms and len(again.samples) == len(model.samples)
+            # PoCL's two devices share a key: they keep the calibration's order
+            assert again.terms_for(devices[::-1]) == model.terms
+        finally:
+            system_model.measure = measure
+
+
+def tune_uses_the_system_model() -> None:
+    """split_tuning.tune predicts with the system's terms (no split of the program measured for
+    the prediction), then refines by measuring: a costly co-running term keeps the prediction on
+    one device, and the refinement still times the splits around it."""
+    from imagecl.runtime import split_tuning, system_model
+
+    prog = load("heat")
+    devices = multidevice.resolve_devices([0, 1])
+    args = {"input": rng(5).random((40, 48), dtype=np.float32), "alpha": 0.2}
+    costly = system_model.Terms([10.0, 10.0], [0.0, 0.0])
+    found = split_tuning.tune(prog, args, devices, repeats=1, system=costly)
+    assert sorted(found.predicted) == [0.0, 1.0]
+    assert found.predicted_model_seconds == pytest_approx(min(p.wall for p in found.profiles))
+    assert len(found.measured) >= 3 and found.best is not None
+    # the prediction (shares and h) is the system model's, whatever the analytic model says
+    seen = []
+
+    def predict(terms, profiles, steps=None, depth=0, hs=(1, 2, 4, 8), step=None):
+        seen.append((terms, len(profiles), steps, depth))
+        return system_model.Prediction([0.3, 0.7], 2, 1.0, 2.0)
+
+    free = system_model.Terms([0.0, 0.0], [0.0, 0.0])
+    real, system_model.predict = system_model.predict, predict
+    try:
+        found = split_tuning.tune(prog, args, devices, repeats=1, iterate=4, system=free)
+    finally:
+        system_model.predict = real
+    assert seen == [(free, 2, 4, 2)]  # heat reads one row either side
+    assert found.predicted == [0.3, 0.7] and found.measured[0].shares == [0.3, 0.7] and found.measured[0].h == 2
+    assert found.best.h in (1, 2, 4, 8) and len(found.measured) > 3
+
+
+def pytest_approx(value: float):
+    import pytest
+
+    return pytest.approx(value, rel=1e-6)

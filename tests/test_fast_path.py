@@ -317,23 +317,64 @@ def test_space_offers_and_constrains_the_passes():
 # ---- the work-group size compiled in with local-memory tiles ----------------------------------------------
 
 
-def test_local_memory_variants_fix_their_work_group_size():
+def test_local_memory_variants_fix_only_large_work_group_sizes():
     prog = program("sobel", "constant")
     space = prog.space_for(problem_shape=(29, 37))
+    # up to 256 work-items the tile is sized and walked at launch: one source for every size
     local = {"wg_x": 8, "wg_y": 4, "px_x": 2, "local_input": 1}
     text = prog.opencl_source(local)
-    assert "__attribute__((reqd_work_group_size(8, 4, 1)))\n__kernel void sobel(" in text
-    assert prog.opencl_source(dict(local, wg_x=16)) != text  # a source parameter here...
-    plain = {"wg_x": 8, "wg_y": 4, "px_x": 2}
+    assert "reqd_work_group_size" not in text
+    assert prog.opencl_source(dict(local, wg_x=16)).split("\n", 3)[3] == text.split("\n", 3)[3]
+    assert space.source_key(space.complete(local)) == space.source_key(space.complete(dict(local, wg_x=16)))
+    assert "wg_x" not in space.source_key(space.complete(local))
+    # above 256 the compiler is told the size (NVIDIA would otherwise cap the kernel at 256)
+    large = dict(local, wg_x=32, wg_y=16)
+    assert "__attribute__((reqd_work_group_size(32, 16, 1)))\n__kernel void sobel(" in prog.opencl_source(large)
+    assert prog.opencl_source(dict(large, wg_x=64, wg_y=8)) != prog.opencl_source(large)
+    assert "wg_x" in space.source_key(space.complete(large))
+    plain = {"wg_x": 32, "wg_y": 16, "px_x": 2}
     assert "reqd_work_group_size" not in prog.opencl_source(plain)
-    assert prog.opencl_source(dict(plain, wg_x=16)).split("\n", 3)[3] == \
-        prog.opencl_source(plain).split("\n", 3)[3]  # ...and launch-only without local memory
-    assert "wg_x" in space.source_key(space.complete(local))
     assert "wg_x" not in space.source_key(space.complete(plain))
     # 3-D: all three sizes; the variant runs (a wrong size would fail to launch)
     check("bilateral3d", "clamped", {"wg_x": 4, "wg_y": 2, "wg_z": 2, "local_input": 1, "interior": 1}, SHAPE_3D)
-    assert "reqd_work_group_size(4, 2, 2)" in program("bilateral3d", "clamped").opencl_source(
-        {"wg_x": 4, "wg_y": 2, "wg_z": 2, "local_input": 1})
+    assert "reqd_work_group_size(8, 8, 8)" in program("bilateral3d", "clamped").opencl_source(
+        {"wg_x": 8, "wg_y": 8, "wg_z": 8, "local_input": 1})
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["box_blur", "sobel"])
+def test_launch_time_tiles_match_the_reference_at_every_work_group_shape(name, mode):
+    """One tile source, launched at work-group shapes of 8 to 256 work-items, in every boundary
+    mode: the reference's result (box_blur's integers exactly), the same bits at every shape."""
+    prog = program(name, mode)
+    shape = (29, 37)
+    space = prog.space_for(problem_shape=shape)
+    args = inputs(name, shape)
+    ref = REFERENCES[name](args, mode)
+    outputs, bodies = [], set()
+    for wg in ((4, 2), (8, 8), (2, 32), (16, 16), (64, 4)):
+        config = space.complete({"wg_x": wg[0], "wg_y": wg[1], "px_x": 2, "px_y": 2, "local_input": 1})
+        bodies.add(prog.opencl_source(config).split("\n", 3)[3])  # past the configuration comment
+        got = prog(**args, config=config)
+        assert_matches(got, ref, f"{name} {mode} {config}")
+        if name == "box_blur":
+            assert np.array_equal(got["output"], ref["output"])
+        outputs.append(got)
+    assert len(bodies) == 1
+    assert all(np.array_equal(o[k], outputs[0][k]) for o in outputs[1:] for k in ref)
+
+
+def test_paper_space_sources_collapse():
+    """Table 1's 131,072 configurations of convolution9.icl (95,224 valid on the H200's limits)
+    come from 8,528 sources: one per tile variant of at most 256 work-items, not one per
+    work-group shape (41,376 while every local-memory variant compiled its size in)."""
+    from imagecl.bench.paper_space import H200, paper_space
+    from imagecl.tuner.validate import plan_measurements
+
+    prog = imagecl.load(EXAMPLES / "convolution9.icl")
+    plan = plan_measurements(prog.space_for_limits(H200, (4096, 4096)), paper_space(prog), set())
+    assert sum(len(g) for g in plan.groups.values()) == 95_224
+    assert len(plan.groups) == 8_528
 
 
 # ---- random variants with the passes on, at sizes where both paths run ------------------------------------

@@ -74,14 +74,59 @@ def test_needed_rows_follow_the_boundary(mode, rows, expected):
     assert got.tolist() == expected
 
 
+@pytest.mark.parametrize("mode", ["clamped", "constant", "wrap", "mirror", "reflect"])
+def test_needed_rows_of_one_run_are_every_read_row(mode):
+    """One run of rows (an iterated program's band: asked once per step) is widened directly;
+    the reference is every row of every read, mapped through the boundary."""
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        extent = int(rng.integers(1, 30))
+        a = int(rng.integers(0, extent + 5))
+        rows = np.arange(a, a + int(rng.integers(1, 12)))
+        reach = multidevice.Reach(int(rng.integers(0, 5)), int(rng.integers(0, 5)), mode, False)
+        got = multidevice.needed_rows(rows, reach, extent)
+        reads = (rows[:, None] + np.arange(-reach.low, reach.high + 1)[None, :]).ravel()
+        if mode == "constant":
+            expected = sorted({int(r) for r in reads if 0 <= r < extent})
+        else:
+            expected = sorted({int(multidevice._boundary_rows(np.array([r]), extent, mode)[0]) for r in reads})
+        assert got.tolist() == expected, (mode, extent, rows.tolist(), reach)
+
+
 def test_runs():
     assert multidevice.runs(np.array([0, 1, 2, 5, 6, 9])) == [(0, 3), (5, 7), (9, 10)]
     assert multidevice.runs(np.array([], dtype=int)) == []
 
 
-def test_banded_source_takes_the_group_origin_from_global_ids():
-    src = "const int imcl_lo1 = get_group_id(1) * get_local_size(1) * 2 - 4;"
-    assert multidevice.banded_source(src) == "const int imcl_lo1 = (get_global_id(1) - get_local_id(1)) * 2 - 4;"
+@pytest.mark.parametrize("config", [
+    {"wg_x": 4, "wg_y": 4, "px_y": 2, "interior": 1, "local_input": 1},
+    {"wg_x": 4, "wg_y": 4, "px_y": 2, "interleaved": 1, "local_input": 1},
+    {"wg_x": 2, "wg_y": 4, "px_x": 4, "px_y": 2, "interior": 1, "vector_x": 1},
+])
+def test_banded_variant_takes_the_group_origin_from_global_ids(config):
+    """A banded variant is generated so (no text of a source is patched): every work-group origin
+    comes from get_global_id - get_local_id, and the rest of the source is the plain variant's."""
+    import dataclasses
+    import inspect
+    from pathlib import Path
+
+    import imagecl
+    from imagecl.space import DeviceLimits
+
+    prog = imagecl.load(Path(__file__).resolve().parent.parent / "examples" / "convolution9.icl")
+    space = prog.space_for_limits(DeviceLimits(), (64, 64))
+    plan = space.plan(space.complete(config))
+    plain = prog.source_of(plan)
+    banded = prog.source_of(dataclasses.replace(plan, banded=True))
+    assert "get_group_id(" in plain and "get_group_id(" not in banded
+    expected = plain
+    for d in range(2):  # the reference: the same origin spelled with the global offset
+        expected = expected.replace(f"get_group_id({d}) * get_local_size({d})",
+                                    f"(get_global_id({d}) - get_local_id({d}))")
+    assert banded == expected
+    # the runtime builds banded variants and patches no generated text
+    source = inspect.getsource(multidevice)
+    assert "banded=True" in source and ".replace(\"get_group_id" not in source and "banded_source" not in source
 
 
 def test_round_rows_widen_by_the_reach_per_step():
@@ -187,6 +232,11 @@ def test_cli_tune_across_devices_records_the_split(tmp_path):
     report = __import__("json").loads((tmp_path / "out" / "split.json").read_text())
     assert sum(report["best"]["shares"]) == pytest.approx(1.0) and report["best"]["h"] in (1, 2, 4, 8)
     assert len(report["profiles"]) == 2 and report["measured"]
+    # the device set's system model was calibrated, cached beside the device features, and predicted the split
+    terms = report["system_model"]["terms"]
+    assert len(terms["fixed"]) == 2 and len(terms["slowdown"]) == 2 and "calibrating" in done.stderr
+    cache = Path(os.environ["IMAGECL_CACHE"]) / "system_models.json"
+    assert cache.is_file() and __import__("json").loads(cache.read_text())
     assert (tmp_path / "out" / "device0").is_dir() and (tmp_path / "out" / "device1").is_dir()
     recorded = list(Path(os.environ["IMAGECL_TUNED"]).glob("*/splits/*.json"))
     assert recorded and "split:" in done.stdout
@@ -220,6 +270,15 @@ def test_benchmark_runs_on_two_pocl_devices(tmp_path):
         "convolution9", "median", "heat", "conway"}
     for case in report["cases"]:
         assert case["sweep"] and case["predicted_share_of_best"] > 0 and len(case["singles"]) == 2
+        assert 0 < case["predicted_system_share_of_best"] <= 1
+        assert sum(case["predicted_system"]["shares"]) == pytest.approx(1)
+    calibration = report["calibration"]
+    assert calibration["samples"] and len(calibration["terms"]["fixed"]) == 2
+    assert set(calibration["held_out"]) == {"analytic", "system_model", "tree", "boosting", "model_tree"}
+    assert all(0 < v["min"] <= v["mean"] <= 1 for v in calibration["held_out"].values())
+    summary = report["summary"]
+    assert "min_predicted_system_share_of_best" in summary and 0 < summary["real_sweeps_held_out"]["min"] <= 1
+    assert set(summary["real_cases_on_the_sweep"]) == {"analytic", "system_model", "tree", "boosting", "model_tree"}
 
 
 def test_a_wavefront_program_is_not_split_into_bands():
@@ -244,3 +303,31 @@ def test_split_is_refused_for_a_data_parallel_program():
     prog = imagecl.load(Path(__file__).resolve().parent.parent / "examples" / "conway.icl")
     with pytest.raises(ArgumentError, match="split="):
         prog(np.zeros((8, 8), np.uint8), split={"cpu_tile": 8})
+
+
+def test_confirmation_times_one_split_once_whatever_its_roles():
+    """The benchmark's confirmation: a prediction that is 'the GPU alone' (also a single, the tuned
+    split and a sweep leader, at another h) is the same split and gets the same times, so the best
+    split is never a lucky repeat of the predicted one; different splits keep their own."""
+    from imagecl.bench.split_confirm import confirm, split_identity
+
+    calls = []
+    clock = iter(range(1, 10_000))
+
+    def call(shares, h):
+        calls.append((tuple(shares), h))
+        next(clock)
+
+    alone, split = [1.0, 0.0], [0.9, 0.1]
+    result = {"singles": [{"device": "gpu", "shares": alone, "h": 1}, {"device": "cpu", "shares": [0.0, 1.0], "h": 1}],
+              "predicted": {"shares": split, "h": 2}, "predicted_system": {"shares": alone, "h": 4},
+              "tuned": {"shares": alone, "h": 2},
+              "sweep": [{"shares": alone, "h": 8, "median_s": 1.0}, {"shares": split, "h": 2, "median_s": 1.1},
+                        {"shares": split, "h": 4, "median_s": 1.2}]}
+    confirmed = confirm(call, result, rounds=3)
+    distinct = {(alone_t, None) for alone_t in [(1.0, 0.0), (0.0, 1.0)]} | {((0.9, 0.1), 2), ((0.9, 0.1), 4)}
+    assert set(calls) == distinct and len(calls) == 3 * len(distinct)
+    gpu_alone = [c for c in confirmed if split_identity(c["shares"], c["h"]) == ((1.0, 0.0), None)]
+    assert len(gpu_alone) == 4 and len({tuple(c["runs"]) for c in gpu_alone}) == 1
+    splits = {c["h"]: c["runs"] for c in confirmed if tuple(c["shares"]) == (0.9, 0.1)}
+    assert splits[2] != splits[4]

@@ -430,3 +430,24 @@ def test_sdist_ships_the_examples_grammar_and_templates(tmp_path):
     assert examples and examples <= names
     assert {"grammar/imagecl.lark", "templates/kernel.cl.j2", "README.md", "examples/data/shapes.png"} <= names
     assert not [n for n in names if "__pycache__" in n or n.startswith(".venv")]
+
+
+def test_commands_other_than_serve_run_without_the_web_framework(tmp_path):
+    """The GPU hosts install only what measuring needs: building the parser must not import the
+    service's web framework (it did, and `imagecl tune` ended in ModuleNotFoundError there)."""
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "sobel.icl"
+    # a finder that refuses the framework, as on a machine without it
+    code = ("import sys\n"
+            "class Refuse:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('starlette', 'uvicorn'):\n"
+            "            raise ModuleNotFoundError(name)\n"
+            "sys.meta_path.insert(0, Refuse())\n"
+            "from imagecl.cli import main\n"
+            f"sys.exit(main(['check', {str(example)!r}]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "ok: kernel 'sobel'" in done.stdout

@@ -725,6 +725,7 @@ def test_prior_from_store_takes_other_sizes_of_the_same_program_and_device(tmp_p
         store.add(other, store_mod.Record({"wg_x": 8}, "ok", 4e-3, [4e-3]))
         store.add(other, store_mod.Record({"wg_x": 16}, "build_error", None, error="x"))
         store.add(other, store_mod.Record({"wg_x": 4}, "wrong_output", 1e-4, [1e-4]))  # timed, but no time to learn
+        store.add(other, store_mod.Record({"wg_x": 64}, "slow", None, [1e-2], limit=8e-3))  # censored: left out
         for run in unrelated:
             store.add(run, store_mod.Record({"wg_x": 32}, "ok", 9e-3, [9e-3]))
         prior = live.prior_from_store(store, here)

@@ -27,7 +27,9 @@ from typing import Any, Callable, Optional
 from ..errors import ImageCLError
 from ..runtime.isolated import check_timeout
 from ..runtime.timing import Timing
+from .ahead import BuildAhead, ahead_by_default
 from .buildcache import BuildCache
+from .censor import Audit, CensorRule
 from .pipeline import BuildPipeline, source_hash
 from .spawn import main_module_hidden
 from .store import Record, Store, canonical_config, settled
@@ -45,10 +47,22 @@ class MeasureOptions:
     build_workers: int = 0  # builder processes; 0: one per CPU core but one (pipeline.builder_count)
     cache_dir: Optional[Path] = None
     prebuild: bool = True
+    # prebuild=False (a live search, a few configurations a call): build the sources the search
+    # announces (Measurer.prefetch) ahead in builder processes (ahead.py); None: on a GPU only
+    build_ahead: Optional[bool] = None
+    # seconds the engine waits for a build ahead under way before the worker builds it itself;
+    # halved whenever one is not done in time (a builder on NVIDIA once took 25 s for a source the
+    # worker built in under 1 s), down to taking only finished builds
+    ahead_wait: float = 2.0
     deadline: Optional[float] = None  # seconds for the whole call; stops cleanly after the result in flight
+    # a checked launch over censor x the best so far is recorded as `slow` (censor.py); 0: off
+    censor: float = 0.0
+    audit_every: int = 50  # of those, the ones whose key hashes to 0 modulo this are timed anyway
+    probe: float = 0.0  # > 0: before its checked launch, a launch of this part of the work-groups (censor.py)
 
     def __post_init__(self) -> None:
         self.timeout = check_timeout(self.timeout)
+        CensorRule(self.censor, self.audit_every, self.probe)  # a clear error for a bad factor
 
 
 @dataclass
@@ -69,6 +83,7 @@ class Summary:
     # (worker_generate, worker_load: the binary, or a build; worker_launch: checked, timed, settling)
     phases: dict = field(default_factory=dict)
     build_status: Counter = field(default_factory=Counter)  # built, cached, rejected, left (pipeline.Built)
+    audits: list = field(default_factory=list)  # censor.Audit: slow ones timed anyway
 
     @property
     def per_second(self) -> float:
@@ -99,6 +114,8 @@ class _Worker:
         self.setup = setup
         self.process = None
         self.conn = None
+        self.starts = 0  # processes started, the first included (a restart follows a hang or a crash)
+        self.start_seconds = 0.0  # their starts up to ready: spawn, setup, upload, the reference's run
 
     def _receive(self, seconds: float) -> Optional[dict]:
         """The worker's next message, or None if none came within `seconds`."""
@@ -114,6 +131,14 @@ class _Worker:
 
     def start(self, timeout: float) -> None:
         """Start a worker; its reference's run gets `timeout` seconds (ReferenceTimeout after)."""
+        began = time.time()
+        try:
+            self._start(timeout)
+        finally:
+            self.starts += 1
+            self.start_seconds += time.time() - began
+
+    def _start(self, timeout: float) -> None:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         self.process = ctx.Process(target=worker_main, args=(child, self.setup), daemon=True)
@@ -144,7 +169,7 @@ class _Worker:
         self.process, self.conn = None, None
 
     def measure_group(self, configs: list[dict], timeout: float, repeats: Optional[int] = None,
-                      forget: bool = False):
+                      forget: bool = False, censor: Optional[dict] = None):
         """Yield one result per configuration, in order: the worker's, or a timeout / crash record
         (after which a fresh worker takes the rest of the group). `repeats` asks for exactly that
         many timed launches each (re-timing), instead of the worker's adaptive count. `forget`: the
@@ -154,7 +179,7 @@ class _Worker:
             if self.process is None:
                 self.start(timeout)
             try:
-                self.conn.send({"configs": pending, "repeats": repeats, "forget": forget})
+                self.conn.send({"configs": pending, "repeats": repeats, "forget": forget, "censor": censor})
                 while pending:
                     if not self.conn.poll(timeout):
                         self.stop()
@@ -194,8 +219,21 @@ class Measurer:
         self.space = self.target.space
         self.cache = BuildCache(self.options.cache_dir)
         self.notes: list[str] = []
+        self.censor = CensorRule(self.options.censor, self.options.audit_every, self.options.probe)
+        self.best: Optional[float] = None  # the best time confirmed (censoring's reference), None: not read yet
         self._unstored: list[Record] = []  # measured, not yet committed (see _store_results)
         self._stored_at = 0.0
+        # seconds by phase over every call (Summary.phases, and "start": the worker's starts), for
+        # a search's report of where its time went (phase_report)
+        self.phases: dict[str, float] = {}
+        self.counts: Counter = Counter()  # sources measured, and how each was built (see phase_report)
+        self.slowest: list[dict] = []  # the configurations that took the worker longest (_note_slow)
+        ahead = self.options.build_ahead
+        if ahead is None:
+            ahead = not self.options.prebuild and ahead_by_default(self.device)
+        self.builds_ahead = bool(ahead)
+        self.ahead: Optional[BuildAhead] = None  # started by warm_ahead (a search's start) or the first prefetch
+        self._ahead_wait = max(0.0, float(self.options.ahead_wait))
         self.worker = _Worker({**self.target.worker_setup(), "device_index": self.device_index,
                                "cache_dir": str(self.cache.directory), "repeats": self.options.repeats,
                                "max_repeats": self.options.max_repeats, "max_spread": self.options.max_spread})
@@ -208,6 +246,31 @@ class Measurer:
 
     def close(self) -> None:
         self.worker.stop()
+        if self.ahead is not None:
+            self.ahead.close()
+
+    def warm_ahead(self) -> None:
+        """Start the builders when building ahead (a search is about to start), so that they are
+        ready by its first announcement; a measurer no search announces to starts none."""
+        if self.builds_ahead and self.ahead is None:
+            self.ahead = BuildAhead(self.cache, self.device_index, self.device.name.strip(),
+                                    self.device.driver_version.strip(), workers=self.options.build_workers)
+            self.ahead.warm()
+
+    def prefetch(self, configs: list[dict]) -> int:
+        """Build the sources of `configs` (a search's next proposals) ahead, when building ahead
+        (ahead.py); those stored or invalid are left out. Returns how many builds were queued."""
+        if not self.builds_ahead or not configs:
+            return 0
+        self.warm_ahead()
+        t = time.time()
+        plan = plan_measurements(self.space, configs, self.store.done_keys(self.run, self.options.timeout))
+        queued = self.ahead.announce({k: self.target.build_job(g[0]) for k, g in plan.groups.items()})
+        self._add_phase("announce", time.time() - t)
+        return queued
+
+    def _add_phase(self, phase: str, seconds: float) -> None:
+        self.phases[phase] = self.phases.get(phase, 0.0) + seconds
 
     # at most this many references are tried (each that hangs costs a timeout)
     REFERENCE_TRIES = 3
@@ -262,6 +325,9 @@ class Measurer:
         summary = Summary(total=len(configs))
         start = time.time()
         done = store.done_keys(run, options.timeout)
+        if self.censor.factor and self.best is None and done:
+            # a resumed run censors from its first launch on: the best that the store holds
+            self.best = min((r.time for r in store.records(run) if r.status == "ok" and r.time), default=None)
         plan = plan_measurements(space, configs, done)
         groups, invalid = plan.groups, plan.invalid
         summary.skipped += plan.skipped
@@ -292,11 +358,28 @@ class Measurer:
                     if options.deadline is not None and time.time() - start > options.deadline:
                         summary.stopped_early = True
                         break
+                    self._wait_ahead(source_key, summary)
                     self._measure_group(group, builds[source_key], summary, start, todo, progress)
         finally:
             self._store_results(summary)  # also on Ctrl-C or an error: what was measured is kept
+            for phase, seconds in summary.phases.items():
+                self._add_phase(phase, seconds)
+            self.counts["sources"] += summary.sources
         summary.seconds = time.time() - start
         return summary
+
+    def _wait_ahead(self, source_key: str, summary: Summary) -> None:
+        """Wait for the source's build ahead, if one is under way, for a while (see
+        MeasureOptions.ahead_wait): the worker builds it itself after that."""
+        if self.ahead is None:
+            return
+        t = time.time()
+        late = self.ahead.counts["waited_too_long"]
+        built = self.ahead.wait(source_key, self._ahead_wait)
+        if self.ahead.counts["waited_too_long"] > late:
+            self._ahead_wait = self._ahead_wait / 2 if self._ahead_wait > 0.25 else 0.0
+        summary.phases["wait_for_ahead"] = summary.phases.get("wait_for_ahead", 0.0) + time.time() - t
+        self.counts["ahead_" + (built.status if built is not None else "none")] += 1
 
     def _measure_pipelined(self, groups: dict[str, list[dict]], summary: Summary, start: float, todo: int,
                            progress) -> None:
@@ -335,10 +418,18 @@ class Measurer:
         """Measure one source's configurations in the worker; each result goes to the store."""
         t = time.time()
         stored = 0.0
-        for result in self.worker.measure_group(group, self.options.timeout, forget=self.options.prebuild):
+        restarts = self.worker.start_seconds  # a restart (after a hang or a crash) is the "start" phase's
+        censor = self.censor.to_message(self.best) if self.censor.factor else None
+        for result in self.worker.measure_group(group, self.options.timeout, forget=self.options.prebuild,
+                                                censor=censor):
             config = result["config"]
-            for phase, seconds in (result.pop("seconds", None) or {}).items():
+            audit = result.pop("audit", None)
+            if audit is not None:
+                summary.audits.append(Audit(config, audit["first"], audit["median"], audit["best"], audit.get("probe")))
+            spent = result.pop("seconds", None) or {}
+            for phase, seconds in spent.items():
                 summary.phases["worker_" + phase] = summary.phases.get("worker_" + phase, 0.0) + seconds
+            self._note_slow(config, result["status"], spent)
             record = Record(config, result["status"], result.get("time"), result.get("times", []),
                             result.get("spread"), result.get("error"), bool(result.get("verified")),
                             source, limit=result.get("limit"))
@@ -351,10 +442,23 @@ class Measurer:
             summary.statuses[record.status] += 1
             if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
                 summary.best_time, summary.best_config = record.time, config
+            if record.time is not None and (self.best is None or record.time < self.best):
+                self.best = record.time
             summary.seconds = time.time() - start
             if progress is not None:
                 progress(summary.measured, todo, summary)
-        summary.phases["measure"] = summary.phases.get("measure", 0.0) + time.time() - t - stored
+        restarts = self.worker.start_seconds - restarts
+        summary.phases["measure"] = summary.phases.get("measure", 0.0) + time.time() - t - stored - restarts
+
+    SLOWEST = 5  # configurations kept in `slowest`
+
+    def _note_slow(self, config: dict, status: str, spent: dict) -> None:
+        """Keep the SLOWEST configurations by the worker's seconds (for the phase report)."""
+        total = sum(v for k, v in spent.items() if k != "kernel")
+        self.slowest.append({"seconds": round(total, 4), "status": status, "config": dict(config),
+                             "phases": {k: round(v, 4) for k, v in spent.items()}})
+        self.slowest.sort(key=lambda e: -e["seconds"])
+        del self.slowest[self.SLOWEST:]
 
     # results are committed together at most this many seconds apart: a synchronous commit of
     # its own per result costs milliseconds (4 ms on the 2-core machine), minutes over a whole
@@ -385,6 +489,7 @@ class Measurer:
             raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
         if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
             raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+        begun = time.time()
         stored = self.stored()
         updated: dict[str, Record] = {}
         groups: dict[str, list[dict]] = {}
@@ -422,6 +527,7 @@ class Measurer:
                             old.verified, old.source_hash)
             self.store.add(self.run, record)
             updated[key] = record
+        self._add_phase("confirm", time.time() - begun)
         return updated
 
 

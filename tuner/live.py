@@ -9,6 +9,7 @@ from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ConfigError
+from .censor import SLOW
 from .engine import Measurer
 from .problem import Parameter, Problem
 from .store import RunKey, Store, canonical_config
@@ -33,6 +34,21 @@ class LiveProblem(Problem):
 
     def valid_mask(self, columns) -> np.ndarray:
         return self.space.valid_mask(columns)
+
+    @property
+    def prefetching(self) -> bool:
+        return bool(getattr(self.measurer, "builds_ahead", False))
+
+    def prefetch(self, configs: Sequence[Mapping[str, int]]) -> None:
+        if not self.prefetching:
+            return
+        fulls = []
+        for config in configs:
+            try:
+                fulls.append(self.space.complete(config))
+            except ConfigError:  # evaluate records it when it comes to it
+                continue
+        self.measurer.prefetch([f for f in fulls if canonical_config(f) not in self.known])
 
     def evaluate(self, config: Mapping[str, int]) -> Optional[float]:
         self.evaluations += 1
@@ -130,8 +146,9 @@ def prior_from_store(store: Store, run: RunKey) -> list[Observation]:
         if not context or len(context) != dims:
             continue
         # a failed variant's time (one with a wrong output is timed) is no time to learn from
+        # a censored one (slow, tuner/censor.py) is neither a time nor a failure: left out
         prior.extend(Observation(r.config, r.time if r.status == "ok" else None, context)
-                     for r in store.records(other))
+                     for r in store.records(other) if r.status != SLOW)
     return prior
 
 

@@ -15,6 +15,7 @@ out-of-fold predictions give an honest error estimate for free.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
@@ -330,6 +331,29 @@ def make_model(name: str, seed: int = 0, **kw) -> Model:
         raise ValueError(f"unknown model '{name}'{hint}; known: {', '.join(MODELS)}")
     return MODELS[name](seed=seed, **kw)
 
+
+
+_IMPORTING: list = []
+
+
+def import_in_background() -> None:
+    """Import the models' libraries (torch, scikit-learn) in a thread, once per process: seconds
+    on a cold start (torch with CUDA: 3-6 s), which a live search would otherwise spend at its
+    first fit, after its first stage, rather than while the measurement worker starts and the
+    baseline runs. Importing is all it does: no result depends on it."""
+    if _IMPORTING:
+        return
+
+    def run() -> None:
+        try:
+            import sklearn.linear_model  # noqa: F401
+            import torch  # noqa: F401
+        except Exception:  # noqa: BLE001 - the fit imports them again and reports what is missing
+            pass
+
+    thread = threading.Thread(target=run, name="imagecl-model-imports", daemon=True)
+    _IMPORTING.append(thread)
+    thread.start()
 
 __all__ = ["Model", "ConstantModel", "BaggedNeuralNetwork", "SklearnModel", "svr", "boosted_trees",
            "random_forest", "gradient_boosting", "MODELS", "make_model", "PREDICT_CHUNK"]

@@ -23,7 +23,7 @@ from .address import AddressError, is_postgres, sqlite_path
 SCHEMA_VERSION = 2
 
 STATUSES = ("ok", "build_error", "invalid_work_group", "out_of_resources", "wrong_output", "timeout", "crash",
-            "invalid_config", "error")
+            "invalid_config", "error", "slow")  # slow: censored, no time (tuner/censor.py)
 
 # the columns a record is written with, in this order (both back ends)
 _COLUMNS = ("program_hash, program_name, device, driver, problem_size, config, config_key, source_hash, status,"
@@ -57,7 +57,9 @@ class Record:
     driver: str = ""
     problem_size: str = ""
     timestamp: float = 0.0
-    limit: Optional[float] = None  # a timeout's limit in seconds (None: not a timeout, or recorded without)
+    # a timeout's limit in seconds (None: not a timeout, or recorded without); a slow record's bound
+    # (censor.py: its one checked launch took longer)
+    limit: Optional[float] = None
 
     def to_json(self) -> dict:
         return {"config": self.config, "status": self.status, "time": self.time, "times": self.times,

@@ -56,7 +56,8 @@ class Runner(Protocol):
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]: ...
 
     def time(self, config: Mapping[str, int], repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
-             max_seconds: Optional[float] = None, verify: bool = False): ...
+             max_seconds: Optional[float] = None, verify: bool = False, stop_above: Optional[float] = None,
+             probe: float = 0.0): ...
 
 
 def run_key(program, device, grid_shape: tuple[int, ...]) -> RunKey:
@@ -139,20 +140,28 @@ class ProgramRunner:
                 (n, int(v)) for n, v in setup["reference_tunables"].items())))
         self.session.set_reference_from(reference, on_built=on_built)
         self._plans: dict = {}
+        self._space = self.program.space_for(device)
+        self._names = frozenset(self._space.names)
 
     def _plan(self, config: Mapping[str, int]):
         key = tuple(sorted(config.items()))
         if key not in self._plans:
-            self._plans = {key: self.program.plan(dict(config), self.device)}  # one at a time is enough
+            # the engine sends configurations it completed and checked against the constraints
+            # (validate.plan_measurements, all at once): checking each again here cost about half
+            # a millisecond a configuration, a minute over a space of 100,000
+            space = self._space
+            full = config if frozenset(config) == self._names else space.complete(dict(config))
+            self._plans = {key: space.plan(full)}  # one at a time is enough
         return self._plans[key]
 
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
         return self.program.source_of(self._plan(config)), ()
 
     def time(self, config: Mapping[str, int], repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
-             max_seconds: Optional[float] = None, verify: bool = False):
+             max_seconds: Optional[float] = None, verify: bool = False, stop_above: Optional[float] = None,
+             probe: float = 0.0):
         return self.session.time(self._plan(config), repeats=repeats, warmup=warmup, read_outputs=read_outputs,
-                                 max_seconds=max_seconds, verify=verify)
+                                 max_seconds=max_seconds, verify=verify, stop_above=stop_above, probe=probe)
 
 
 def make_runner(setup: dict, device, on_built: Optional[Callable[[], None]] = None) -> Runner:

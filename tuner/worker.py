@@ -10,6 +10,8 @@ import traceback
 from typing import Any
 
 from ..runtime.timing import MIN_TIMED, settle
+from .censor import CensorRule, slow_fields
+from .store import canonical_config
 
 
 def classify(exc: BaseException) -> str:
@@ -59,6 +61,9 @@ def worker_main(conn, setup: dict) -> None:
             return
         # a group of configurations (one source, many launches); one result is sent per configuration
         retime = message.get("repeats")  # re-timing contenders: exactly that many launches, no early cut
+        censor, known = CensorRule.from_message(message.get("censor"))
+        if known is not None:
+            best = min(best, float(known))  # the engine's best (earlier workers', earlier runs')
         built = set()
         for config in message["configs"]:
             if retime:
@@ -66,7 +71,8 @@ def worker_main(conn, setup: dict) -> None:
                 result = _measure_one(config, runner, device, cache, int(retime), int(retime), max_spread, setup,
                                       float("inf"), floor=1)
             else:
-                result = _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best)
+                result = _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best,
+                                      censor=censor)
             if result.get("time") is not None:
                 best = min(best, result["time"])
             built.add(result.pop("built", None))
@@ -83,7 +89,7 @@ def _forget(device, built: set) -> None:
 
 
 def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best: float,
-                 floor: int = MIN_TIMED) -> dict:
+                 floor: int = MIN_TIMED, censor: CensorRule = CensorRule()) -> dict:
     """One configuration's result: at least `floor` timed launches after a checked warm-up launch,
     more rounds while the spread is large (see settle). A variant whose median is over 4x the best
     so far is not a contender: it gets at most one extra round (its order among the slow ones
@@ -95,9 +101,9 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
 
     result: dict[str, Any] = {"config": config}
     key, cached = None, False
-    # where the worker's time goes (the engine adds them up): code generation, loading the
-    # binary (or building), and the checked, timed and settling launches
-    seconds = result["seconds"] = {"generate": 0.0, "load": 0.0, "launch": 0.0}
+    # where the worker's time goes (the engine adds them up): code generation, loading a cached
+    # binary, building one not cached, and the checked, timed and settling launches
+    seconds = result["seconds"] = {"generate": 0.0, "load": 0.0, "build": 0.0, "launch": 0.0}
     clock = time.perf_counter()
     try:
         source, options = runner.build_input(config)
@@ -113,18 +119,38 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
             if binary is not None:
                 cached = launcher.preload(device, source, binary, options)
         seconds["load"] = time.perf_counter() - clock - seconds["generate"]
+        if not cached and device is not None:  # built here, on its own clock (else the launches below build it)
+            launcher.build(device, source, options)
+            seconds["build"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
         count = max(repeats, floor)
-        timing = runner.time(config, repeats=count, verify=True, read_outputs=False)
+        bound = censor.bound(best)  # a checked launch over it ends the measurement (censor.py)
+        audited = bound is not None and censor.audited(canonical_config(config))
+        stop = {}  # (runners without censoring are asked nothing new)
+        if bound is not None:
+            stop = {"probe": censor.probe} if censor.probe else {}
+            if not audited:
+                stop["stop_above"] = bound
+        timing = runner.time(config, repeats=count, verify=True, read_outputs=False, **stop)
         if timing.problem:
             result.update(status="wrong_output", error=timing.problem, time=None)
-            seconds["launch"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
+            seconds["launch"] = time.perf_counter() - clock - sum(seconds.values())
+            return result
+        if timing.censored:
+            probed = timing.first is None  # stopped by the probe, before the checked launch
+            result.update(slow_fields(timing.probe if probed else timing.first, bound, censor.factor,
+                                      censor.probe if probed else 0.0))
+            seconds["launch"] = time.perf_counter() - clock - sum(seconds.values())
             return result
         contender = timing.median <= 4 * best
         timing = settle(timing, lambda: runner.time(config, repeats=count, read_outputs=False), max_spread,
                         max_repeats, float(setup.get("max_seconds", 1.0)), max_rounds=None if contender else 1)
         result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok",
                       verified=bool(setup.get("verify", True)))
-        seconds["launch"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
+        if audited and ((timing.first is not None and timing.first > bound) or (timing.probe or 0.0) > bound):
+            # would have been censored: the audit's evidence (tuner/censor.py)
+            result["audit"] = {"first": timing.first, "median": timing.median, "best": best, "probe": timing.probe}
+        seconds["launch"] = time.perf_counter() - clock - sum(seconds.values())
+        seconds["kernel"] = float(sum(timing.times))  # of the launch's wall time, the timed launches' own
     except Exception as exc:  # noqa: BLE001 - every failure is recorded, none stops the run
         result.update(status=classify(exc), error=str(exc)[:4000], time=None)
         if key is not None and not cached and isinstance(exc, imagecl.BuildError):

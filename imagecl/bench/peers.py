@@ -127,13 +127,14 @@ def time_peer(peer: Peer, workload: Workload, args: dict, reference: dict, repea
 
 # ---- the ImageCL side ------------------------------------------------------------------------------------
 def tune(program, args: dict, device, store_path: Path, seconds: float, budget: Optional[int], naive_seconds: float,
-         seed: int = 0, batch: int = 1) -> dict:
+         seed: int = 0, build_ahead: Optional[bool] = None, batch: int = 1) -> dict:
     """One independent tuning run, as `imagecl tune` tunes (the naive variant as the baseline, the
     default strategy) in the store at `store_path` (the caller gives a fresh one: no measurement,
     prior or transfer seed from an earlier run) with `budget` configurations (None: as many as
     about `seconds` allow) and at most about `seconds`; returns the run's three fastest
     configurations and what the tuning did. The session's confirmation is left out: `imagecl_side`
     times the three fastest again itself, as it times the naive variant and the peers.
+    `build_ahead`: MeasureOptions' (None: on a GPU).
 
     `batch` > 1: the search proposes that many configurations at a time (Session's batches, as
     on a cluster) and that many builder processes build them while the worker measures: on a
@@ -142,13 +143,16 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
     share the cores with the launches, so the times that rank the search are noisier; the
     finalists are timed again on an idle device."""
     from imagecl.tuner.engine import MeasureOptions, Measurer
+    from imagecl.tuner.models import import_in_background
+    from imagecl.tuner.phases import phase_report
     from imagecl.tuner.session import SessionOptions, run_session
     from imagecl.tuner.store import Store
 
     info: dict = {"seed": seed}
     slow = naive_seconds > 0.25  # big problems on a CPU: fewer timed launches per configuration
     options = MeasureOptions(timeout=max(30.0, seconds, 20 * naive_seconds), prebuild=batch > 1,
-                             build_workers=max(1, batch), repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5)
+                             build_workers=max(1, batch), repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5,
+                             build_ahead=build_ahead)
     info["batch"] = batch
     with Store(store_path) as store, Measurer(program, args, store, device, options) as measurer:
         measurer.workers = batch  # configurations proposed at a time (run_session reads it as a cluster's)
@@ -158,6 +162,7 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
         info["problem_size"] = measurer.run.problem_size  # what the tuning measured on
         if seconds > 0 or budget:
             started = time.time()
+            import_in_background()  # the search's torch, while the worker starts
             measurer.measure([space.defaults])  # starts the worker (builds and runs the naive variant)
             if budget is None:
                 warm = time.time()
@@ -168,7 +173,8 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
             session = run_session(measurer, SessionOptions(budget=budget, seed=seed, confirm=0, transfer=False,
                                                            seconds=max(0.0, started + seconds - time.time())))
             info.update(tuned_seconds=time.time() - started, evaluations=session.evaluations, budget=budget,
-                        speedup_over_naive=session.speedup)
+                        speedup_over_naive=session.speedup,
+                        phases=phase_report(measurer, time.time() - started))
         records = list(measurer.stored().values())
     ok = [r for r in records if r.status == "ok" and r.time is not None]
     info["measured"] = len(records)

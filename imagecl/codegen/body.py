@@ -7,6 +7,7 @@ register tiles; the template lays the code out.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Optional
 
@@ -42,6 +43,8 @@ def kernel_frame(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents
     """The variant's kernel frame: the frame passes (passes/frame.py) composed as `plan` says."""
     out = frame_passes.one_point_per_item(grid_extents, point_call)
     out = frame_passes.coarsen(out, plan.px, plan.interleaved)
+    if plan.banded:
+        out = dataclasses.replace(out, banded=True)
     out = frame_passes.stage_local(out, array_copies(info, plan),
                                    [local_tile(info, plan, name, analysis) for name in local_images(info, plan)])
     if inside_call is not None:

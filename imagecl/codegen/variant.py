@@ -33,6 +33,25 @@ AXES = "xyz"
 T = TypeVar("T")
 
 
+# work-groups of more work-items than this are compiled into a local-memory variant's source
+COMPILED_WG_ABOVE = 256
+
+
+def compiles_work_group(local_mem: bool, wg) -> bool:
+    """Whether a variant's source fixes its work-group size `wg` (reqd_work_group_size). Tiles
+    and local copies are sized and walked at launch time (__local kernel arguments,
+    get_local_size), so the size is needed only where the compiler budgets registers by it:
+    without it NVIDIA's compiler assumes a work-group of at most 256 work-items for many
+    local-memory kernels and refuses larger ones. Fixing it only above that keeps every size up
+    to 256 one source (the paper's space: 41,376 sources become far fewer, benchmarks/exhaustive.py)."""
+    if not local_mem:
+        return False
+    total = 1
+    for w in wg:
+        total *= max(int(w), 1)
+    return total > COMPILED_WG_ABOVE
+
+
 @dataclass(frozen=True)
 class VariantPlan:
     """The choices of one configuration, in the terms code generation needs."""
@@ -47,6 +66,7 @@ class VariantPlan:
     wg: Optional[tuple[int, ...]] = None  # None: the driver chooses (the naive variant)
     interior: bool = False  # work-groups inside the image run a copy without boundary handling
     vector_x: int = 0  # in that copy, runs along x: 1 vector loads/stores around scalar code, 2 vector code (LANES)
+    banded: bool = False  # built to run over a band of the grid through a global work offset (runtime/multidevice.py)
 
     @staticmethod
     def naive(info: ProgramInfo) -> "VariantPlan":
@@ -81,10 +101,9 @@ class VariantPlan:
 
     @property
     def compiled_wg(self) -> Optional[tuple[int, ...]]:
-        """The work-group size the source fixes (reqd_work_group_size), or None: with local-memory
-        tiles the compiler then budgets registers for exactly that size (NVIDIA otherwise
-        assumes the largest and caps many such kernels at 256 work-items)."""
-        return self.wg if self.local_mem and self.wg is not None else None
+        """The work-group size the source fixes (reqd_work_group_size), or None: see
+        compiles_work_group."""
+        return self.wg if self.wg is not None and compiles_work_group(bool(self.local_mem), self.wg) else None
 
     def span(self, axis: int) -> int:
         """Grid points one work-group covers per work-item along `axis` in one tile."""

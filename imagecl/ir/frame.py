@@ -115,6 +115,9 @@ class KernelFrame:
     inside_call: Optional[str] = None  # the fast path's per-point call (None: no fast path)
     conditions: tuple[str, ...] = field(default=())  # the fast path's test, on imcl_lo/hi<axis>
     vector: Optional[VectorRuns] = None
+    # the kernel runs over a band of the grid through a global work offset, which shifts
+    # get_global_id but not get_group_id: a work-group's first point is get_global_id - get_local_id
+    banded: bool = False
 
     @property
     def coarse(self) -> tuple[Axis, ...]:
@@ -146,5 +149,5 @@ class KernelFrame:
     def template_context(self) -> dict:
         """What templates/kernel_body.cl.j2 reads."""
         names = ("axes", "coarse", "interleaved", "per_iteration", "simple", "px_text", "outside", "inside_grid",
-                 "point_call", "inside_call", "array_copies", "tiles", "conditions", "vector")
+                 "point_call", "inside_call", "array_copies", "tiles", "conditions", "vector", "banded")
         return {name: getattr(self, name) for name in names}

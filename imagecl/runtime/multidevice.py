@@ -11,8 +11,9 @@ from the whole image, so the result is a single-device run's. Where the footprin
 (data-dependent reads, an image of other dimensions, a fixed-size array) the whole array goes.
 
 OpenCL's global offset shifts get_global_id but not get_group_id, which local-memory tiles and the
-interior fast path use for their work-group's first grid point: a banded variant's source spells
-that point from get_global_id - get_local_id instead (`banded_source`), exact for any offset.
+interior fast path use for their work-group's first grid point: each device's variant is generated
+in banded form (VariantPlan.banded), which spells that point get_global_id - get_local_id, exact for
+any offset.
 
 Iterating (`iterate`): each device keeps ping-pong buffers; every `h` steps the bands exchange the
 rows the next `h` steps read (through the host), and in between each device computes, redundantly,
@@ -24,6 +25,7 @@ provides.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
@@ -111,17 +113,6 @@ def split_rows(shares: Sequence[float], rows: int, granule: int = 1) -> list[tup
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def banded_source(source: str) -> str:
-    """The variant's source with each work-group's first grid point taken from get_global_id,
-    which includes the global offset (get_group_id does not)."""
-    out = source
-    for d in range(3):
-        out = out.replace(f"get_group_id({d}) * get_local_size({d})", f"(get_global_id({d}) - get_local_id({d}))")
-    if "get_group_id(" in out:
-        raise ExecutionError("this variant uses work-group ids in a way a band of the grid cannot shift")
-    return out
-
-
 def _boundary_rows(rows: np.ndarray, extent: int, mode: str) -> np.ndarray:
     """The rows a read at `rows` (any integers) touches under the image's boundary condition."""
     if mode == "clamped":
@@ -187,6 +178,19 @@ def needed_rows(rows: np.ndarray, reach: Reach, extent: int) -> np.ndarray:
         return np.arange(extent)
     if rows.size == 0:
         return rows
+    if int(rows[-1]) - int(rows[0]) + 1 == rows.size:
+        # one run [a, b) widens to one run of reads: computed as such, since an iterated program
+        # asks once per step and the host's time here is time the devices wait
+        a, b = int(rows[0]) - reach.low, int(rows[-1]) + 1 + reach.high
+        if reach.mode == "clamped":
+            return np.arange(min(max(a, 0), extent - 1), min(max(b - 1, 0), extent - 1) + 1)
+        if reach.mode == "constant" or (a >= 0 and b <= extent):
+            return np.arange(max(a, 0), max(min(b, extent), max(a, 0)))
+        return np.unique(_boundary_rows(np.arange(a, b), extent, reach.mode))
+    return _needed_rows_general(rows, reach, extent)
+
+
+def _needed_rows_general(rows: np.ndarray, reach: Reach, extent: int) -> np.ndarray:
     offsets = np.arange(-reach.low, reach.high + 1)
     touched = (rows[:, None] + offsets[None, :]).ravel()
     return np.unique(_boundary_rows(touched, extent, reach.mode))
@@ -196,6 +200,8 @@ def runs(rows: np.ndarray) -> list[tuple[int, int]]:
     """Sorted distinct rows as [start, stop) runs."""
     if rows.size == 0:
         return []
+    if int(rows[-1]) - int(rows[0]) + 1 == rows.size:
+        return [(int(rows[0]), int(rows[-1]) + 1)]
     breaks = np.flatnonzero(np.diff(rows) != 1)
     starts = np.concatenate(([rows[0]], rows[breaks + 1]))
     stops = np.concatenate((rows[breaks], [rows[-1]])) + 1
@@ -251,7 +257,7 @@ def _parts(program: Any, prepared: Any, devices: list, configs: list) -> list[Pa
         check_device(buffers, device)  # every device holds full-size arrays
         context, queue = context_and_queue(device)
         plan, full = program._plan_for(device, prepared.grid_shape, config)
-        built = launcher.build(device, banded_source(program.source_of(plan)), context=context)
+        built = launcher.build(device, program.source_of(dataclasses.replace(plan, banded=True)), context=context)
         launch = program.launch_for(plan, prepared)
         launcher.check_launch(built, program.kernel_symbol, device, launch.local_size)
         parts.append(Part(device, context, queue, plan, built, launch, full))
@@ -540,7 +546,7 @@ def round_rows(band: tuple[int, int], steps: int, reach: Mapping[str, Reach], fe
     sets = [np.arange(*band)]
     for _ in range(steps):
         need = [needed_rows(sets[0], reach[n], rows) for n in fed]
-        sets.insert(0, np.unique(np.concatenate(need)) if need else sets[0])
+        sets.insert(0, (need[0] if len(need) == 1 else np.unique(np.concatenate(need))) if need else sets[0])
     return sets
 
 
@@ -609,7 +615,10 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
                                                            max(int(state[inp].nbytes), 1))
         sides[id(part)] = tuple({inp: part.memory[f"\0{side}:{inp}"] for inp in fed} for side in "ab")
         for steps in {min(h, n), n % h or h}:
-            plans[(id(part), steps)] = round_rows(band, steps, reach, fed, rows)
+            sets = round_rows(band, steps, reach, fed, rows)
+            # each step's runs of rows, once per call (not per step: the host's time between kernels)
+            plans[(id(part), steps)] = sets
+            plans[(id(part), steps, "runs")] = [runs(r) for r in sets]
         every = np.unique(np.concatenate(plans[(id(part), min(h, n))][1:]))
         for name in static:  # read at every step: what any step reads, once
             if name not in part.memory:
@@ -637,6 +646,7 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
         transfers.wait()
         for part, _ in active:
             sets = plans[(id(part), steps)]
+            step_runs = plans[(id(part), steps, "runs")]
             for k in range(1, steps + 1):
                 memory = dict(part.memory)
                 for out, inp in pairs.items():
@@ -650,7 +660,7 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
                     memory[out] = other[id(part)][inp]
                     if out in zeroed:
                         cl.enqueue_fill_buffer(part.queue, memory[out], np.uint8(0), 0, state[inp].nbytes)
-                _enqueue(program, part, memory, runs(sets[k]))
+                _enqueue(program, part, memory, step_runs[k])
                 current[id(part)], other[id(part)] = other[id(part)], current[id(part)]
             part.queue.flush()
         done += steps

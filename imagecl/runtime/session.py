@@ -16,7 +16,7 @@ from . import launcher
 from .arguments import prepare
 from .devices import context_and_queue, select_device
 from .memory import check_device, prepared_buffers
-from .timing import Timing, check_work_group_limit, event_seconds, time_launches
+from .timing import Timing, check_work_group_limit, event_seconds, probe_global, time_launches
 from .verify import Verifier, capture_reference, describe_mismatch, reference_scale
 
 
@@ -134,9 +134,13 @@ class Session:
 
     # ---- timing -----------------------------------------------------------------------------------
     def time(self, plan, repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
-             max_seconds: Optional[float] = None, verify: bool = False) -> Timing:
+             max_seconds: Optional[float] = None, verify: bool = False,
+             stop_above: Optional[float] = None, probe: float = 0.0) -> Timing:
         """Build (cached) and launch `plan`: the first launch is checked (on the device against the
-        reference when `verify`, else its outputs are read back), then `repeats` timed launches.
+        reference when `verify`, else its outputs are read back), then `repeats` timed launches,
+        unless the checked launch took over `stop_above` seconds (`Timing.censored`, no times).
+        `probe` (a fraction): first a launch of that part of the work-groups (`Timing.probe`),
+        which alone ends the measurement when it takes over `stop_above`, before any check.
         Raises BuildError / ExecutionError on failure; a wrong output sets `Timing.problem`."""
         import pyopencl as cl
 
@@ -147,6 +151,20 @@ class Session:
             return cl.enqueue_nd_range_kernel(self.queue, kernel, launch.global_size, launch.local_size)
 
         try:
+            # a probe only where it leaves several waves of work-groups (else it is no shorter)
+            partial = probe_global(launch.global_size, launch.local_size, probe,
+                                   4 * self.device.max_compute_units) if probe else None
+            if partial is not None:
+                self._restore(only_read_write=True)
+                # one work-group first: a kernel's first launch may include its compilation for
+                # this work-group size (PoCL), which must not count as the probe's time
+                cl.enqueue_nd_range_kernel(self.queue, kernel, tuple(launch.local_size), launch.local_size).wait()
+                event = cl.enqueue_nd_range_kernel(self.queue, kernel, partial, launch.local_size)
+                event.wait()
+                timing.probe = event_seconds(event)
+                if stop_above is not None and timing.probe > stop_above:
+                    timing.censored = True
+                    return timing
             # the checked launch (also the warm-up)
             if verify:
                 first, timing.problem = self.verifier.checked_launch(
@@ -159,8 +177,12 @@ class Session:
                 first.wait()
                 if read_outputs:
                     timing.outputs = self.download()
+            timing.first = event_seconds(first)
+            if stop_above is not None and timing.first > stop_above:
+                timing.censored = True
+                return timing
             timing.times = time_launches(self.queue, enqueue, lambda: self._restore(only_read_write=True),
-                                         event_seconds(first), repeats, warmup, max_seconds)
+                                         timing.first, repeats, warmup, max_seconds)
         except cl.Error as exc:
             raise ExecutionError(f"launch failed (global {launch.global_size}, local {launch.local_size}): {exc}") \
                 from None

@@ -89,12 +89,17 @@ def predict(profiles: Sequence[Profile], iterate: bool = False, steps: int = 1) 
 
 def predict_h(program: Any, shares: Sequence[float], rows: int, hs: Sequence[int] = (1, 2, 4, 8)) -> int:
     """The largest h in `hs` whose redundant rows stay within a tenth of the thinnest band."""
-    reach = multidevice.reaches(program)
-    fed = list(multidevice.feed_pairs(program.info, None).values())
-    depth = max([reach[n].low + reach[n].high for n in fed] + [1])
+    depth = max(depth_of(program), 1)
     thinnest = min((s * rows for s in shares if s > 0), default=rows)
     fitting = [h for h in sorted(hs) if h * depth <= 0.1 * thinnest]
     return fitting[-1] if fitting else min(hs)
+
+
+def depth_of(program: Any) -> int:
+    """The rows one step of an iterated program reads beyond a band's, both sides together."""
+    reach = multidevice.reaches(program)
+    fed = list(multidevice.feed_pairs(program.info, None).values())
+    return max([reach[n].low + reach[n].high for n in fed] + [0])
 
 
 def _shares(counts: Mapping[int, float], count: int, rows: int) -> list[float]:
@@ -172,9 +177,11 @@ class SplitTuning:
 
 def tune(program: Any, arguments: Mapping[str, Any], devices: Sequence, config: Any = None, repeats: int = 3,
          step: float = 0.05, iterate: Optional[int] = None, hs: Sequence[int] = (1, 2, 4, 8),
-         log: Callable[[str], None] = lambda line: None) -> SplitTuning:
+         log: Callable[[str], None] = lambda line: None, system: Any = None) -> SplitTuning:
     """Profile every device, predict the split, refine it by measuring its neighbours and every
-    device alone; for an iterated program (`iterate` steps) then h in `hs` at the best shares."""
+    device alone; for an iterated program (`iterate` steps) then h in `hs` at the best shares.
+    `system`: the device set's system_model.Terms (in the order of `devices`), which predicts the
+    split and h; None: the analytic model alone."""
     chosen = multidevice.resolve_devices(list(devices))
     configs = multidevice._configs(config, len(chosen))
     profiles = [profile(program, arguments, d, c, repeats) for d, c in zip(chosen, configs)]
@@ -182,9 +189,17 @@ def tune(program: Any, arguments: Mapping[str, Any], devices: Sequence, config: 
         log(f"{p.device.name.strip()}: alone {p.wall * 1e3:.3f} ms (kernel {p.kernel * 1e3:.3f} ms, transfers "
             f"{p.transfer * 1e3:.3f} ms)")
     is_iter = iterate is not None
-    predicted = predict(profiles, is_iter, iterate or 1)
-    result = SplitTuning(chosen, profiles, predicted, predicted_seconds(profiles, predicted, is_iter, iterate or 1))
-    log("predicted shares: " + ", ".join(f"{s:.3f}" for s in predicted))
+    h0 = None
+    if system is not None:
+        from . import system_model
+
+        found = system_model.predict(system, profiles, iterate, depth_of(program) if is_iter else 0, hs)
+        predicted, h0, model_s = found.shares, found.h, found.seconds
+    else:
+        predicted = predict(profiles, is_iter, iterate or 1)
+        model_s = predicted_seconds(profiles, predicted, is_iter, iterate or 1)
+    result = SplitTuning(chosen, profiles, predicted, model_s)
+    log("predicted shares: " + ", ".join(f"{s:.3f}" for s in predicted) + (f", h {h0}" if h0 else ""))
 
     def measure(shares: Sequence[float], h: Optional[int] = None) -> Timing:
         known = result.timing_of(shares, h)
@@ -196,7 +211,8 @@ def tune(program: Any, arguments: Mapping[str, Any], devices: Sequence, config: 
             + f": {t.seconds * 1e3:.3f} ms")
         return t
 
-    h0 = predict_h(program, predicted, profiles[0].rows, hs) if is_iter else None
+    if is_iter and h0 is None:
+        h0 = predict_h(program, predicted, profiles[0].rows, hs)
     candidates = [predicted] + neighbours(predicted, step)
     candidates += [[1.0 if i == j else 0.0 for i in range(len(chosen))] for j in range(len(chosen))]
     for shares in candidates:

@@ -7,6 +7,8 @@ of read-and-written arrays before each launch, downloads.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -20,6 +22,9 @@ class Timing:
     times: list[float]  # seconds, one per timed launch
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     problem: Optional[str] = None  # set when a verified launch did not reproduce the reference
+    first: Optional[float] = None  # seconds of the checked launch (never among `times`)
+    censored: bool = False  # a launch took over `stop_above`: no (more) launches followed
+    probe: Optional[float] = None  # seconds of a launch of part of the work-groups (probe_global), if one ran
 
     @property
     def median(self) -> float:
@@ -34,6 +39,25 @@ class Timing:
 def event_seconds(event: Any) -> float:
     """The kernel's execution time of a finished launch, from its profiling event."""
     return (event.profile.end - event.profile.start) * 1e-9
+
+
+def probe_global(global_size: Sequence[int], local_size: Optional[Sequence[int]],
+                 fraction: float, min_groups: int = 1) -> Optional[tuple[int, ...]]:
+    """The global size of a launch of about `fraction` of the work-groups, cut along the axis that
+    has the most; None where there is nothing to cut (the driver's work-group size, too few
+    groups along that axis, or fewer than `min_groups` left: a launch of a few waves of
+    work-groups takes about as long as one of all). Such a launch does part of the work, so it
+    takes no longer than the whole launch: a lower bound of its time (tuner/censor.py)."""
+    if local_size is None or not 0 < fraction < 1:
+        return None
+    groups = [int(g) // int(w) for g, w in zip(global_size, local_size)]
+    axis = max(range(len(groups)), key=lambda d: groups[d])
+    keep = int(groups[axis] * fraction)
+    if keep < 1 or keep * math.prod(groups) // groups[axis] < min_groups:
+        return None
+    cut = list(global_size)
+    cut[axis] = keep * int(local_size[axis])
+    return tuple(cut)
 
 
 def check_work_group_limit(kernel: Any, device: Any, local_size: Optional[Sequence[int]]) -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 from ..errors import ArgumentError
 from ..tuner.address import mask
 from ..tuner.store import Store
-from .app import CONFIG_ENV, Settings, read_tokens
 
 
 def default_db() -> Path:
@@ -36,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # the web framework is imported here, not at module level: every other command builds this
+    # command's parser, and must run where only the measuring dependencies are installed
+    from .app import CONFIG_ENV, Settings, read_tokens
+
     if not 0 < args.port < 65536:
         raise ArgumentError("--port: a port number from 1 to 65535")
     if not 1 <= args.workers <= 256:

@@ -16,6 +16,7 @@ import numpy as np
 from imagecl.features import CONFIG_FIELDS, DeviceFeatures, encode_columns, features_of, size_features
 from imagecl.space import DeviceLimits
 
+from ..censor import SLOW
 from ..store import Record, canonical_config
 
 # configuration fields that mean the same in every program's space: what identifies "one
@@ -107,6 +108,8 @@ def assemble(records: Iterable[Record], programs: Mapping[str, Any], devices: Ma
     grouped: dict[Case, list[Record]] = {}
     skipped = 0
     for r in records:
+        if r.status == SLOW:  # censored: neither a time nor a failure (tuner/censor.py)
+            continue
         if r.program_hash not in programs or r.device not in devices:
             skipped += 1
             continue

@@ -24,6 +24,8 @@ class Result:
                 "history": [{"config": c, "time": t} for c, t in self.history], "info": self.info}
 
 
+AHEAD = 4  # proposals a walk announces at a time (Session.upcoming): its likely next few
+
 _DROPPED = object()  # a pending proposal the deadline stopped before it was measured
 
 
@@ -86,6 +88,17 @@ class Session:
             if key not in self.times:  # a deadline stopped the batch before it was measured
                 raise BudgetExhausted
         return self.times[key]
+
+    def upcoming(self, rows: Iterable[Iterable[int]]) -> None:
+        """Tell the problem which configurations the strategy expects to measure next, in order
+        (Problem.prefetch: a live problem builds them ahead); those known are left out. Changes
+        nothing the search does."""
+        if not self.problem.prefetching:
+            return
+        keys = [tuple(int(v) for v in row) for row in rows]
+        configs = [self.problem.config(k) for k in dict.fromkeys(keys) if k not in self.times]
+        if configs:
+            self.problem.prefetch(configs[:max(0, self.remaining)])
 
     def flush(self) -> None:
         """Measure the pending proposals (see `measure`); those a deadline stopped are dropped."""

@@ -8,9 +8,9 @@ import numpy as np
 from ..models import Model
 from ..problem import Problem
 from .neighbours import _best_rows, _neighbour_candidates, _repaired_neighbours, _untried_moves
-from .ranking import _FailureModel, _pick, _Ranker
+from .ranking import _FailureModel, _likely, _pick, _Ranker
 from .sampling import _unmeasured_sample
-from .budget import Session
+from .budget import AHEAD, Session
 
 
 PROBES = ("cold", "always", "never")
@@ -67,6 +67,8 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
         if probe and stale > 0:
             untried = _untried_moves(problem, session, centre, around, pool)
             pool = pool[untried] if untried.any() else pool
+        if problem.prefetching:
+            session.upcoming(_likely(ranker, model, failures, pool, AHEAD))
         before = session.best_time
         session.measure(_pick(ranker, model, failures, pool, pick))
         if failures is not None and session.history[-1][1] is None:

@@ -32,7 +32,7 @@ from .neighbours import _best_rows
 from .ranking import PICKS, Observation, _FailureModel, _Ranker, _skip_mask
 from .design import code_shape_levels
 from .sampling import _seed_rows, _spread_sample, _unmeasured_sample
-from .budget import BudgetExhausted, Result, Session
+from .budget import AHEAD, BudgetExhausted, Result, Session
 
 
 def _phi(z: float) -> float:
@@ -135,7 +135,9 @@ def _first_stage(problem: Problem, session: Session, rng: np.random.Generator, s
     seeded = _seed_rows(problem, seeds, rng)[:stage1] if seeds else np.zeros((0, len(problem.names)), np.int64)
     rest = stage1 - len(seeded)
     first = _spread_sample(problem, rest, rng, lead=lead) if spread else problem.sample_matrix(rest, rng)
-    for row in np.concatenate([seeded, first.reshape(-1, len(problem.names))]):
+    rows = np.concatenate([seeded, first.reshape(-1, len(problem.names))])
+    session.upcoming(rows)  # the whole stage is known: its sources are built ahead while it runs
+    for row in rows:
         session.measure(row)
     while sum(t is not None for t in session.times.values()) < 4 and session.remaining > 0:
         extra = _unmeasured_sample(problem, session, rng)
@@ -181,6 +183,8 @@ def _second_stage(session: Session, ranker: _Ranker, fitted: Model, failures: Op
                 continue
         if stop:
             break
+        if session.problem.prefetching:  # the ranking's next few, should the walk go on
+            session.upcoming(rows[i:i + 16][~skip[i:i + 16]][:AHEAD])
         t = session.measure(rows[i])
         count += 1
         since_fit += 1

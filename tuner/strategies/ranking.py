@@ -158,3 +158,15 @@ def _pick(ranker: "_Ranker", model: Model, failures: Optional[_FailureModel], po
     if failures is not None and failures.clf is not None:
         score = np.where(failures.p_fail(pool) > 0.5, np.inf, score)
     return pool[int(np.argmin(score))]
+
+
+def _likely(ranker: "_Ranker", model: Model, failures: Optional[_FailureModel], pool: np.ndarray,
+            count: int) -> np.ndarray:
+    """The `count` candidates of `pool` the model predicts fastest (those predicted to fail left
+    out), to announce ahead (Session.upcoming); draws nothing from the ranker's generator, so
+    the search that follows is the same with or without it."""
+    score, _ = model.predict(ranker._features(pool))
+    if failures is not None and failures.clf is not None:
+        score = np.where(failures.p_fail(pool) > 0.5, np.inf, score)
+    order = np.argsort(score, kind="stable")[:count]
+    return pool[order[np.isfinite(score[order])]]

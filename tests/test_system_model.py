@@ -1,0 +1,154 @@
+"""The system model of several devices (imagecl/runtime/system_model.py): its fit, its prediction,
+its cache, and its calibration on two PoCL devices (in a worker process: POCL_DEVICES is read when
+pyopencl first lists platforms)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from imagecl.runtime import split_tuning, system_model
+from imagecl.runtime.system_model import Sample, Terms
+from multidevice_worker import Worker
+
+
+def _profile(kernel_ms: float, transfer_ms: float, fixed_ms: float, rows: int = 1000):
+    return split_tuning.Profile(None, rows, (kernel_ms + transfer_ms + fixed_ms) / 1e3, kernel_ms / 1e3,
+                                transfer_ms / 1e3)
+
+
+def _samples_from(terms: Terms, programs, share_list=system_model.CALIBRATION_SHARES, hs=(1, 4)) -> list[Sample]:
+    """Samples timed by `terms` themselves: what a system that follows the model would measure."""
+    found = []
+    for profiles, steps, depth in programs:
+        rows = [[p.rows, p.wall, p.kernel, p.transfer] for p in profiles]
+        for s in share_list:
+            shares = [1 - s, s]
+            for h in (hs if steps is not None and 0 < s < 1 else [1]):
+                t = system_model.model_seconds(terms, profiles, shares, steps, h, depth)
+                found.append(Sample(rows, shares, steps, h, depth, t))
+    return found
+
+
+PROGRAMS = [([_profile(2, 3, 1), _profile(20, 5, 0.5)], None, 0),
+            ([_profile(8, 6, 2, 2000), _profile(40, 10, 1, 2000)], None, 0),
+            ([_profile(1, 1, 3), _profile(6, 2, 1)], None, 0),
+            ([_profile(0.5, 1, 2), _profile(3, 2, 1)], 16, 2),
+            ([_profile(2, 2, 2, 4000), _profile(9, 3, 1, 4000)], 8, 4)]
+
+
+def test_fit_recovers_the_terms_that_timed_the_samples():
+    # an independent reference: samples made by known terms; the fit finds them again
+    truth = Terms([0.004, 0.002], [0.1, 0.6], step=0.0005, exchange=0.001)
+    fitted = system_model.fit(_samples_from(truth, PROGRAMS), 2)
+    assert fitted.fixed == pytest.approx(truth.fixed, rel=0.05, abs=2e-4)
+    assert fitted.slowdown == pytest.approx(truth.slowdown, rel=0.05, abs=0.02)
+    assert fitted.step == pytest.approx(truth.step, rel=0.05, abs=5e-5)
+    assert fitted.exchange == pytest.approx(truth.exchange, rel=0.1, abs=1e-4)
+    assert system_model.fit_error(fitted, _samples_from(truth, PROGRAMS)) < 0.01
+    assert system_model.fit([], 2) == Terms.none(2)
+
+
+def test_a_split_that_costs_more_than_it_gains_goes_to_one_device():
+    """Two devices as fast as each other: the analytic model halves the grid; where the
+    synthetic programs show that running together costs 8 ms more on each device, the system
+    model keeps the whole grid on one device, and with no such cost it splits as the analytic one."""
+    costly = Terms([0.008, 0.008], [0.3, 0.3])
+    fitted = system_model.fit(_samples_from(costly, PROGRAMS), 2)
+    even = [_profile(5, 1, 0.5), _profile(5, 1, 0.5)]
+    assert split_tuning.predict(even) == pytest.approx([0.5, 0.5])
+    found = system_model.predict(fitted, even)
+    assert sorted(found.shares) == [0.0, 1.0]
+    assert found.seconds == pytest.approx(6.5e-3, rel=0.01)
+    free = system_model.fit(_samples_from(Terms.none(2), PROGRAMS), 2)
+    assert system_model.predict(free, even).shares == pytest.approx([0.5, 0.5], abs=0.011)
+    # a slower second device with a co-running slowdown gets less than the analytic share, but some
+    slow = [_profile(10, 0, 0.1), _profile(30, 0, 0.1)]
+    analytic = split_tuning.predict(slow)
+    mild = system_model.predict(Terms([0.0, 0.0], [0.0, 0.5]), slow)
+    assert 0 < mild.shares[1] < analytic[1] - 0.03
+
+
+def test_iterated_prediction_weighs_exchanges_against_redundant_rows():
+    profiles = [_profile(4, 0, 0.2, 1000), _profile(4, 0, 0.2, 1000)]
+    # costly exchanges, a shallow reach: the fewest exchanges (largest h)
+    found = system_model.predict(Terms([0, 0], [0, 0], 0, 0.002), profiles, steps=16, depth=2)
+    assert found.h == 8 and found.shares == pytest.approx([0.5, 0.5], abs=0.011)
+    # free exchanges and a deep reach: every step exchanges, nothing is computed twice
+    found = system_model.predict(Terms([0, 0], [0, 0], 0, 0.0), profiles, steps=16, depth=40)
+    assert found.h == 1
+    # the iterated step's host cost counts once per step on every device: one device's alone time
+    t = system_model.model_seconds(Terms([0, 0], [0, 0], 0.001, 0), profiles, [1.0, 0.0], 16)
+    assert t == pytest.approx(0.2e-3 + 16 * (0.001 + 4e-3))
+
+
+class _Device:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.driver_version = "1"
+        self.platform = type("P", (), {"name": "test"})()
+
+
+def test_the_model_is_cached_per_device_set_and_damage_is_ignored(tmp_path):
+    cache = tmp_path / "models.json"
+    a, b = _Device("A"), _Device("B")
+    model = system_model.SystemModel(["test | A | 1", "test | B | 1"], Terms([0.001, 0.002], [0.1, 0.2], 3e-4, 4e-4),
+                                     0.05, _samples_from(Terms.none(2), PROGRAMS[:1]))
+    system_model.store(model, [a, b], cache)
+    again = system_model.cached([b, a], cache)  # the same set in another order
+    assert again is not None and again.terms == model.terms and len(again.samples) == len(model.samples)
+    assert again.terms_for([b, a]) == Terms([0.002, 0.001], [0.2, 0.1], 3e-4, 4e-4)
+    assert system_model.cached([a, _Device("C")], cache) is None
+    data = json.loads(cache.read_text())
+    key = next(iter(data))
+    for damage in ({"version": 0}, {"terms": {"fixed": [-1, 0]}}, {"fit_error": "x"}, {"terms": None}):
+        broken = dict(data[key], **damage)
+        cache.write_text(json.dumps({key: broken}))
+        assert system_model.cached([a, b], cache) is None, damage
+    cache.write_text("{not json")
+    assert system_model.cached([a, b], cache) is None
+
+
+def test_synthetic_instances_are_valid_programs():
+    import imagecl
+
+    for inst in system_model.default_instances((64, 48), 4):
+        program = imagecl.compile(inst.source())
+        assert program.info.grid and inst.depth == 2 * inst.radius
+        args = inst.arguments(np.random.default_rng(0))
+        out = program(**args, config="naive")["output"]
+        assert out.shape == (inst.height, inst.width)
+        if not inst.heavy and inst.pixel == "float":  # a box mean of clamped reads
+            from scipy import ndimage
+
+            reference = ndimage.uniform_filter(args["input"].astype(np.float64), 2 * inst.radius + 1, mode="nearest")
+            np.testing.assert_allclose(out, reference, rtol=1e-5, atol=1e-5)
+
+
+# ---- on two PoCL devices ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two():
+    worker = Worker("pthread pthread")
+    yield worker
+    worker.close()
+
+
+def test_calibration_is_fitted_cached_and_reloaded(two):
+    two.run("system_model_calibrates_and_caches")
+
+
+def test_tune_predicts_with_the_system_model(two):
+    two.run("tune_uses_the_system_model")
+
+
+def test_three_devices_leave_out_the_one_whose_company_costs_more_than_its_rows():
+    profiles = [_profile(20, 0, 0.1), _profile(20, 0, 0.1), _profile(60, 0, 0.1)]
+    # no co-running cost: all three take part, in proportion to their speed (3 : 3 : 1)
+    free = system_model.predict(Terms.none(3), profiles)
+    assert free.shares == pytest.approx([3 / 7, 3 / 7, 1 / 7], abs=0.021)
+    # the third device adds 9 ms to a call it joins: the other two share
+    found = system_model.predict(Terms([0.0, 0.0, 0.009], [0.0, 0.0, 0.0]), profiles)
+    assert found.shares == pytest.approx([0.5, 0.5, 0.0], abs=0.021)
