@@ -14,6 +14,7 @@ from .engine import Measurer
 from .problem import Parameter, Problem
 from .store import RunKey, Store, canonical_config
 from .strategies import Observation, distinct_best
+from .strategies.design import device_kind
 
 
 class LiveProblem(Problem):
@@ -29,6 +30,7 @@ class LiveProblem(Problem):
         self.evaluations = 0
         # a timeout with a smaller limit than this run's is measured again (Measurer.settled)
         self.known = {k: r.time for k, r in measurer.stored().items() if measurer.settled(r)}
+        self.device_kind = device_kind(getattr(measurer, "device", None))  # the first sample's design
 
     def valid_mask(self, columns) -> np.ndarray:
         return self.space.valid_mask(columns)

@@ -60,6 +60,9 @@ class Problem:
     & Elster), so a model can be trained on measurements of other sizes as well.
     """
 
+    # the kind of device measured on ("CPU", "GPU"; None: unknown, a replay): strategies/design.py
+    device_kind: Optional[str] = None
+
     def __init__(self, parameters: Sequence[Parameter], context: Optional[Mapping[str, float]] = None) -> None:
         self.parameters: list[Parameter] = list(parameters)
         names = [p.name for p in self.parameters]

@@ -127,14 +127,21 @@ def time_peer(peer: Peer, workload: Workload, args: dict, reference: dict, repea
 
 # ---- the ImageCL side ------------------------------------------------------------------------------------
 def tune(program, args: dict, device, store_path: Path, seconds: float, budget: Optional[int], naive_seconds: float,
-         seed: int = 0, build_ahead: Optional[bool] = None) -> dict:
+         seed: int = 0, build_ahead: Optional[bool] = None, batch: int = 1) -> dict:
     """One independent tuning run, as `imagecl tune` tunes (the naive variant as the baseline, the
     default strategy) in the store at `store_path` (the caller gives a fresh one: no measurement,
     prior or transfer seed from an earlier run) with `budget` configurations (None: as many as
     about `seconds` allow) and at most about `seconds`; returns the run's three fastest
     configurations and what the tuning did. The session's confirmation is left out: `imagecl_side`
     times the three fastest again itself, as it times the naive variant and the peers.
-    `build_ahead`: MeasureOptions' (None: on a GPU)."""
+    `build_ahead`: MeasureOptions' (None: on a GPU).
+
+    `batch` > 1: the search proposes that many configurations at a time (Session's batches, as
+    on a cluster) and that many builder processes build them while the worker measures: on a
+    CPU at a million elements a build (1-3 s, unrolled 9x9 and 11x11 filters) costs far more
+    than the launches, and a 12 s run built 4 configurations one after the other. The builds
+    share the cores with the launches, so the times that rank the search are noisier; the
+    finalists are timed again on an idle device."""
     from imagecl.tuner.engine import MeasureOptions, Measurer
     from imagecl.tuner.models import import_in_background
     from imagecl.tuner.phases import phase_report
@@ -143,20 +150,25 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
 
     info: dict = {"seed": seed}
     slow = naive_seconds > 0.25  # big problems on a CPU: fewer timed launches per configuration
-    options = MeasureOptions(timeout=max(30.0, seconds, 20 * naive_seconds), prebuild=False,
-                             repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5, build_ahead=build_ahead)
+    options = MeasureOptions(timeout=max(30.0, seconds, 20 * naive_seconds), prebuild=batch > 1,
+                             build_workers=max(1, batch), repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5,
+                             build_ahead=build_ahead)
+    info["batch"] = batch
     with Store(store_path) as store, Measurer(program, args, store, device, options) as measurer:
+        measurer.workers = batch  # configurations proposed at a time (run_session reads it as a cluster's)
         info["stored_before"] = len(measurer.stored())  # 0 for an independent run
         space = measurer.space
         info["space_size"] = space.size
+        info["problem_size"] = measurer.run.problem_size  # what the tuning measured on
         if seconds > 0 or budget:
             started = time.time()
             import_in_background()  # the search's torch, while the worker starts
             measurer.measure([space.defaults])  # starts the worker (builds and runs the naive variant)
             if budget is None:
                 warm = time.time()
-                measurer.measure(space.random(2, seed=seed))  # how long one configuration takes here
-                per_config = max((time.time() - warm) / 2, 0.02)
+                probes = max(2, batch)
+                measurer.measure(space.random(probes, seed=seed))  # how long one configuration takes here
+                per_config = max((time.time() - warm) / probes, 0.02)
                 budget = int(min(500, max(8, seconds / per_config)))
             session = run_session(measurer, SessionOptions(budget=budget, seed=seed, confirm=0, transfer=False,
                                                            seconds=max(0.0, started + seconds - time.time())))
@@ -175,20 +187,27 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
 
 
 def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds: float, budget: Optional[int],
-                 repeats: int, max_seconds: float) -> tuple[dict, dict]:
+                 repeats: int, max_seconds: float, tune_args: Optional[dict] = None,
+                 batch: int = 1) -> tuple[dict, dict]:
     """Our record (the naive time, and per independent tuning run its tuned time; the tuned time
-    is the runs' median) and the naive variant's outputs, the reference."""
+    is the runs' median) and the naive variant's outputs, the reference. `tune_args`: smaller
+    inputs the tuning runs measure on (tuning_shape), each run's three fastest then timed on
+    `args`; None: the tuning measures on `args`."""
     program = imagecl.compile(workload.source, f"<{workload.key}>")
     session = Session(program, args, device)
     naive = session.time(program.plan(None), repeats=repeats, max_seconds=max_seconds)
     record = {"naive_seconds": naive.median, "naive_times": naive.times, "runs": []}
+    # the naive variant's time on the tuning inputs, as far as the element count tells
+    scale = 1.0 if tune_args is None else _elements(tune_args) / _elements(args)
+    if tune_args is not None:
+        record["tuning_size"] = _grid_size(workload, tune_args)
     session.set_reference_from(program.plan(None))
     repeats_tuned = repeats if naive.median < 0.25 else MIN_TIMED  # slow kernels (big problems on a CPU): fewer
     for seed in range(runs):
         t0 = time.time()
         with tempfile.TemporaryDirectory(prefix="imagecl-peers-") as folder:
-            tuning = tune(program, args, device, Path(folder) / "tuning.db", tune_seconds, budget, naive.median,
-                          seed=seed)
+            tuning = tune(program, args if tune_args is None else tune_args, device, Path(folder) / "tuning.db",
+                          tune_seconds, budget, naive.median * scale, seed=seed, batch=batch)
         tuning["wall_seconds"] = time.time() - t0
         run = {"tuning": tuning, "tuned_seconds": None}
         record["runs"].append(run)
@@ -198,8 +217,12 @@ def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds
         # noisy pick on a busy machine; the fastest again is the run's tuned variant
         finalists = []
         for config in tuning["finalists"]:
-            timing = session.time(program.plan(config, device), repeats=repeats_tuned, max_seconds=max_seconds,
-                                  verify=True)
+            try:
+                timing = session.time(program.plan(config, device), repeats=repeats_tuned, max_seconds=max_seconds,
+                                      verify=True)
+            except ImageCLError as exc:  # tuned on smaller inputs: a configuration these cannot take
+                record.setdefault("rejected", []).append({"config": config, "problem": str(exc)[:300]})
+                continue
             if timing.problem:  # the tuner verified it; should it differ now, it is left out, and said
                 record.setdefault("rejected", []).append({"config": config, "problem": timing.problem})
                 continue
@@ -218,6 +241,38 @@ def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds
     record.update(tuned_seconds=median_time(times), config=median_run.get("config"),
                   tuned_range=[min(times), max(times)])
     return record, naive.outputs
+
+
+def _elements(args: dict) -> int:
+    return max(int(np.asarray(a).size) for a in args.values() if isinstance(a, np.ndarray))
+
+
+def _grid_size(workload: Workload, args: dict) -> list[int]:
+    return list(reversed(args[workload.reads[0]].shape)) if workload.reads else []
+
+
+# the CPU's tuning runs measure on inputs of at most this many elements (--tune-scale's default),
+# proposing this many configurations at a time, built in parallel (--tune-batch's default)
+CPU_TUNING_ELEMENTS = 1 << 20
+CPU_TUNING_BATCH = 4
+
+
+def tuning_shape(shape: tuple[int, ...], scale: Optional[float], cpu: bool) -> Optional[tuple[int, ...]]:
+    """The shape the tuning runs measure on, None for `shape` itself: each side times `scale`
+    (at least 16); by default (None) on a CPU the sides scaled alike to CPU_TUNING_ELEMENTS
+    elements where the problem is larger. Why on a CPU: one measurement there costs a build plus
+    launches of up to a second at the published sizes, so a tuning run of a minute measured 1-4
+    configurations of convolution 9x9 and never reached the vector code; at a million elements
+    a launch takes milliseconds and the build is most of the cost. The tuned variants are timed
+    at the published size afterwards, so the ratios stay those of the published size."""
+    if scale is None:
+        elements = int(np.prod(shape))
+        if not cpu or elements <= CPU_TUNING_ELEMENTS:
+            return None
+        scale = (CPU_TUNING_ELEMENTS / elements) ** (1.0 / len(shape))
+    if scale >= 1.0:
+        return None
+    return tuple(max(16, int(round(s * scale))) for s in shape)
 
 
 # ---- the run ---------------------------------------------------------------------------------------------
@@ -269,6 +324,13 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
     parser.add_argument("--tune-seconds", type=float, default=None,
                         help="most tuning time per run and workload (0 with no --budget: none; default 20 on a GPU, "
                              "120 on a CPU, where one measurement costs a build and launches of up to a second)")
+    parser.add_argument("--tune-scale", type=float, default=None,
+                        help="the tuning runs measure on inputs with each side this times the timed size, and "
+                             "their three fastest are then timed at the timed size (default: 1 on a GPU; on a CPU "
+                             "the scale that brings the problem to about a million elements, where larger)")
+    parser.add_argument("--tune-batch", type=int, default=None,
+                        help="configurations a tuning run proposes at a time, built in parallel (default: 4 on a CPU "
+                             "tuning on smaller inputs, where builds cost more than launches; else 1)")
     parser.add_argument("--deadline-minutes", type=float, default=None,
                         help="shorten the tuning of the later workloads so that the run ends in about this time")
     parser.add_argument("--out", default=None, help="default: benchmarks/results of the checkout")
@@ -295,15 +357,17 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         return merge_files(parser, args)
     if args.device is None:
         parser.error("--device is required (or --merge)")
-    if args.runs < 1 or (args.budget is not None and args.budget < 1):
-        parser.error("--runs and --budget must be at least 1")
+    if args.runs < 1 or (args.budget is not None and args.budget < 1) or (
+            args.tune_batch is not None and args.tune_batch < 1):
+        parser.error("--runs, --budget and --tune-batch must be at least 1")
 
     tag = args.tag or (args.device + ("-quick" if args.quick else ""))
     if not tag.replace("-", "").replace("_", "").isalnum():
         parser.error(f"--tag {tag!r}: use letters, digits, '-' and '_' only")
     negative_tuning = args.tune_seconds is not None and args.tune_seconds < 0
-    if negative_tuning or (args.size_scale is not None and args.size_scale <= 0):
-        parser.error("--tune-seconds must be >= 0 and --size-scale > 0")
+    if negative_tuning or (args.size_scale is not None and args.size_scale <= 0) or (
+            args.tune_scale is not None and not 0 < args.tune_scale <= 1):
+        parser.error("--tune-seconds must be >= 0, --size-scale > 0 and --tune-scale in (0, 1]")
     workloads = all_workloads()
     if args.only:
         wanted = [w.strip() for w in args.only.split(",") if w.strip()]
@@ -345,7 +409,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device_kind": args.device,
                   "machine": machine, "copy_bandwidth": bandwidth, "quick": args.quick,
                   "command": "python benchmarks/peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
-                  "tune_seconds": args.tune_seconds, "runs": args.runs, "budget": args.budget,
+                  "tune_seconds": args.tune_seconds, "tune_scale": args.tune_scale, "runs": args.runs, "budget": args.budget,
                   "repeats": repeats, "records": done, "note": args.note,
                   "seconds": time.time() - started, "tag": tag, "partial": not complete}
         result["machine"]["load_average_after"] = list(os.getloadavg())
@@ -362,6 +426,10 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         if args.size_scale and (args.quick or int(np.prod(w.full)) > 1 << 20):  # stereo, raycasting: small already
             shape = tuple(max(16, int(s * args.size_scale)) for s in shape)
         arguments = w.make(shape, rng)
+        small = tuning_shape(shape, args.tune_scale, info.kind == "CPU")
+        # inputs of their own (not drawn from `rng`: the timed inputs stay those of a run without them)
+        tune_arguments = w.make(small, np.random.default_rng(2018 + index)) if small is not None else None
+        batch = args.tune_batch or (CPU_TUNING_BATCH if small is not None and info.kind == "CPU" else 1)
         print(f"[{info.name}] {w.title} {'x'.join(map(str, reversed(shape)))} ...", file=sys.stderr, flush=True)
         record = {"workload": w.key, "title": w.title, "family": w.family, "size": list(reversed(shape)),
                   "boundary": w.boundary, "memory_bound": w.memory_bound, "bytes": w.bytes_moved(arguments),
@@ -369,7 +437,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         t0 = time.time()
         try:
             ours, reference = imagecl_side(w, arguments, device, args.runs, tune_seconds, args.budget,
-                                           repeats, max_seconds)
+                                           repeats, max_seconds, tune_arguments, batch)
         except ImageCLError as exc:
             record["error"] = str(exc)
             records.append(record)

@@ -85,6 +85,8 @@ class Session:
         self.history.append((config, self.times[key]))
         if len(self.pending) >= self.batch:
             self.flush()
+            if key not in self.times:  # a deadline stopped the batch before it was measured
+                raise BudgetExhausted
         return self.times[key]
 
     def upcoming(self, rows: Iterable[Iterable[int]]) -> None:

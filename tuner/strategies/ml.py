@@ -30,6 +30,7 @@ from ..problem import Problem
 from .local import PROBES, _local_phase
 from .neighbours import _best_rows
 from .ranking import PICKS, Observation, _FailureModel, _Ranker, _skip_mask
+from .design import code_shape_levels
 from .sampling import _seed_rows, _spread_sample, _unmeasured_sample
 from .budget import AHEAD, BudgetExhausted, Result, Session
 
@@ -45,7 +46,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
        avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10,
        local_share: float = 0.0, local_radius: int = 1, spread: bool = False,
        seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson", probe: str = "cold",
-       min_gain: float = 0.0) -> Result:
+       min_gain: float = 0.0, code_shape: Optional[bool] = None) -> Result:
     """Falch & Elster's two-stage ML search (the module's docstring says what is changed).
 
     Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
@@ -58,7 +59,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     arguments); `retrain=False` keeps the first model (the paper's method), `retrain_every` and
     `max_retrains` bound the refits; `avoid_failures=False` drops the failure classifier;
     `spread=True` draws stage 1 with `_spread_sample` (every parameter's values covered) instead
-    of uniformly;
+    of uniformly, led by the code shape (design.py) when `code_shape` is True, or None and the
+    problem is measured on a CPU device;
     `prediction_sample` is the most configurations ranked at once (larger spaces are sampled);
     `prior_weight` is how many pseudo-observations the model's own error estimate is worth
     against the residuals seen in stage 2. `local_share` > 0 keeps that fraction of the budget
@@ -80,7 +82,10 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     info: dict[str, Any] = {"strategy": "ml", "model": model, "threshold": threshold, "retrains": 0}
     try:
         stage1 = max(1, min(budget, round(sample_fraction * budget)))
-        seeded = _first_stage(problem, session, rng, stage1, seeds, spread)
+        lead = code_shape_levels(problem, code_shape) if spread else []
+        if lead:  # one configuration per value of the code shape's first level, however small the budget
+            stage1 = min(budget, max(stage1, len(seeds) + math.prod(len(problem.parameters[c].values) for c in lead[0])))
+        seeded = _first_stage(problem, session, rng, stage1, seeds, spread, lead)
         info["stage1"] = session.evaluations
         info["seeded"] = seeded
         if session.best_time is None or session.remaining <= 0:
@@ -124,12 +129,12 @@ def _check_options(sample_fraction: float, threshold: float, local_share: float,
 
 
 def _first_stage(problem: Problem, session: Session, rng: np.random.Generator, stage1: int,
-                 seeds: Sequence[Mapping[str, int]], spread: bool) -> int:
+                 seeds: Sequence[Mapping[str, int]], spread: bool, lead: Sequence[Sequence[int]] = ()) -> int:
     """Stage 1: the seeds' configurations and a sample (spread or uniform), `stage1` in all, then
     more until 4 have succeeded (too few to learn from otherwise); returns how many seeds it measured."""
     seeded = _seed_rows(problem, seeds, rng)[:stage1] if seeds else np.zeros((0, len(problem.names)), np.int64)
     rest = stage1 - len(seeded)
-    first = _spread_sample(problem, rest, rng) if spread else problem.sample_matrix(rest, rng)
+    first = _spread_sample(problem, rest, rng, lead=lead) if spread else problem.sample_matrix(rest, rng)
     rows = np.concatenate([seeded, first.reshape(-1, len(problem.names))])
     session.upcoming(rows)  # the whole stage is known: its sources are built ahead while it runs
     for row in rows:

@@ -1,0 +1,163 @@
+"""The first sample of a search on a CPU device balances the code shape (tuner/strategies/design.py),
+and the CPU peer runs tune on smaller inputs (imagecl/bench/peers.tuning_shape)."""
+import numpy as np
+import pytest
+
+from imagecl.tuner import problem as problem_mod
+from imagecl.tuner.problem import Parameter
+from imagecl.tuner.strategies import hybrid
+from imagecl.tuner.strategies.design import code_shape_levels, device_kind
+from imagecl.tuner.strategies.sampling import _spread_sample
+
+
+def _cpu_space(kind):
+    """Like a convolution's space on a CPU: vector code (vector_x = 2) only with the fast path,
+    blocked layout and px_x >= 8 (3% of the valid configurations), among many work-group shapes
+    and memory options that a plain spread balances as much as vector_x."""
+    params = [Parameter("wg_x", [0, 1, 2, 4, 8, 16, 32, 64]), Parameter("wg_y", [0, 1, 2, 4, 8, 16, 32, 64]),
+              Parameter("px_x", [1, 2, 4, 8, 16, 32]), Parameter("px_y", [1, 2, 4, 8]),
+              Parameter("interleaved", [0, 1]), Parameter("image_input", [0, 1]), Parameter("local_input", [0, 1]),
+              Parameter("constant_filter", [0, 1]), Parameter("unroll", [1, 3, 9]), Parameter("interior", [0, 1]),
+              Parameter("vector_x", [0, 1, 2])]
+
+    def valid(c):
+        vector = (c["interior"] == 1) & (c["interleaved"] == 0) & (c["image_input"] == 0) & (c["local_input"] == 0)
+        return (c["vector_x"] == 0) | (vector & (c["px_x"] >= 8) & ((c["vector_x"] == 1) | (c["unroll"] == 9)))
+
+    p = problem_mod.FunctionProblem(params, lambda c: 1.0 if c["vector_x"] < 2 else 0.2, valid)
+    p.device_kind = kind
+    return p
+
+
+def test_plain_spread_often_misses_vector_code_at_small_samples():
+    """The premise: vector code is rare, and the plain spread's first three draws often lack it."""
+    p = _cpu_space(None)
+    rows = p.sample_matrix(4000, np.random.default_rng(0))
+    assert (rows[:, -1] == 2).mean() < 0.05
+    missed = sum((_spread_sample(p, 3, np.random.default_rng(s))[:, -1] != 2).all() for s in range(20))
+    assert missed >= 5
+
+
+@pytest.mark.parametrize("n", [3, 4, 7])
+def test_cpu_design_takes_every_vector_x_value_first(n):
+    p = _cpu_space("CPU")
+    lead = code_shape_levels(p)
+    assert lead == [(10,), (10, 2)]  # vector_x, then (vector_x, px_x)
+    for seed in range(20):
+        rows = _spread_sample(p, n, np.random.default_rng(seed), lead=lead)
+        assert len(rows) == n and p._mask_rows(rows).all() and len(np.unique(p.index(rows))) == n
+        assert set(rows[:3, -1]) == {0, 1, 2}, rows  # each vector_x value in the first three draws
+        if n == 7:  # the second round of vector code takes another px_x than the first
+            vector = rows[rows[:, -1] == 2]
+            assert len(vector) >= 2 and len(set(vector[:, 2])) == len(vector)
+
+
+def test_the_design_follows_the_device_kind():
+    assert code_shape_levels(_cpu_space("GPU")) == [] and code_shape_levels(_cpu_space(None)) == []
+    assert code_shape_levels(_cpu_space("GPU"), code_shape=True) == [(10,), (10, 2)]
+    assert code_shape_levels(_cpu_space("CPU"), code_shape=False) == []
+    plain = problem_mod.FunctionProblem([Parameter("wg_x", [1, 2]), Parameter("px_x", [1, 2])], lambda c: 1.0)
+    plain.device_kind = "CPU"
+    assert code_shape_levels(plain) == []  # no vector_x: nothing to lead with (px_x alone is not a level)
+
+
+def test_hybrid_on_a_cpu_measures_vector_code_in_its_first_sample():
+    """The default strategy's first stage (a third of a budget of 10: 3 draws) holds vector code
+    on a CPU device for every seed, and the search ends on it (it is 5x faster here). The model
+    is the constant one: what is checked comes before any model."""
+    for seed in range(6):
+        result = hybrid(_cpu_space("CPU"), 10, np.random.default_rng(seed), model="constant")
+        assert any(c["vector_x"] == 2 for c, _ in result.history[:3]), result.history[:3]
+        assert result.best_config["vector_x"] == 2
+
+
+def test_a_small_budget_still_samples_every_vector_x_value_first():
+    """A budget of 8 (what a CPU tuning run of 20 s affords) gives a first stage of 0.3 x 8 = 2
+    draws; led by the code shape it takes 3, one per vector_x value."""
+    for seed in range(4):
+        result = hybrid(_cpu_space("CPU"), 8, np.random.default_rng(seed), model="constant")
+        assert sorted(c["vector_x"] for c, _ in result.history[:3]) == [0, 1, 2], result.history[:3]
+
+
+def test_device_kind_of_an_opencl_device():
+    from imagecl.runtime.devices import select_device
+
+    assert device_kind(select_device("cpu")) == "CPU"
+    assert device_kind(None) is None and device_kind(object()) is None
+
+
+def test_cpu_peer_runs_tune_on_about_a_million_elements():
+    from imagecl.bench.peers import tuning_shape
+
+    assert tuning_shape((4096, 4096), None, cpu=True) == (1024, 1024)
+    assert tuning_shape((8192, 8192), None, cpu=True) == (1024, 1024)
+    assert tuning_shape((128, 128, 128), None, cpu=True) == (102, 102, 102)
+    assert tuning_shape((1024, 1024), None, cpu=True) is None  # small enough: tuned as timed
+    assert tuning_shape((4096, 4096), None, cpu=False) is None  # a GPU: as timed unless asked
+    assert tuning_shape((4096, 4096), 0.5, cpu=False) == (2048, 2048)
+    assert tuning_shape((64, 64), 0.1, cpu=True) == (16, 16)  # at least 16 a side
+    assert tuning_shape((4096, 4096), 1.0, cpu=True) is None
+
+
+def test_a_live_problem_knows_its_device_kind():
+    """A tuning session's problem carries its device's kind, which turns the design on."""
+    import imagecl
+    from imagecl.runtime.devices import select_device
+    from imagecl.tuner.live import LiveProblem
+
+    class Measurer:  # what LiveProblem asks of a measurer when it is made
+        device = select_device("cpu")
+
+        def stored(self):
+            return {}
+
+    from imagecl.bench.peer_workloads import convolution_source
+
+    space = imagecl.compile(convolution_source(1), "<t>").space
+    problem = LiveProblem(space, Measurer())
+    assert problem.device_kind == "CPU"
+    Measurer.device = None
+    assert LiveProblem(space, Measurer()).device_kind is None
+
+
+def test_cpu_peer_run_tunes_on_the_smaller_inputs_and_times_at_the_full_size(tmp_path):
+    """--tune-scale 0.5: each run's search measures 32x32 inputs (the tuning store's problem
+    size), proposing 2 configurations at a time (--tune-batch 2, built in parallel), and its
+    finalists are timed, checked, at the record's 64x64."""
+    from imagecl.bench import peers
+
+    argv = ["--device", "cpu", "--quick", "--size-scale", "0.25", "--workloads", "conv3", "--runs", "1",
+            "--budget", "3", "--tune-seconds", "60", "--repeats", "2", "--tune-scale", "0.5", "--tune-batch", "2", "--out", str(tmp_path),
+            "--halide-schedulers", "Mullapudi2016", "--benchmarks-md", ""]
+    record = peers.run(argv)["records"][0]
+    ours = record["imagecl"]
+    assert record["size"] == [64, 64] and ours["tuning_size"] == [32, 32]
+    run = ours["runs"][0]
+    assert run["tuning"]["problem_size"] == "32x32" and run["tuned_seconds"] > 0 and "rejected" not in ours
+    assert run["tuning"]["batch"] == 2 and run["tuning"]["evaluations"] == 3
+
+
+def test_a_batch_stopped_by_the_deadline_ends_the_search_cleanly():
+    """With batches (a cluster, or peers' --tune-batch), a deadline that stops a batch before it
+    is measured ends the search (BudgetExhausted), keeps what was measured, and drops the rest."""
+    from imagecl.tuner.strategies import BudgetExhausted, Session
+
+    class Late(problem_mod.FunctionProblem):
+        calls = 0
+
+        def evaluate_many(self, configs):
+            Late.calls += 1
+            if Late.calls > 1:  # the deadline passes after the first batch
+                raise BudgetExhausted
+            return super().evaluate_many(configs)
+
+    p = Late([Parameter("a", [1, 2, 3, 4])], lambda c: float(c["a"]))
+    p.batch = 2
+    session = Session(p, 10)
+    session.measure([1])
+    session.measure([2])  # the first batch: measured
+    session.measure([3])
+    with pytest.raises(BudgetExhausted):
+        session.measure([4])
+    result = session.result()
+    assert [t for _, t in result.history] == [1.0, 2.0] and result.best_time == 1.0
