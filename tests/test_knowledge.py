@@ -216,11 +216,14 @@ def test_assembly_keeps_each_measurement_launch_range(sobel, device):
     assert np.isnan(data.launch_range[2]).all()  # failed: no launch
 
 
-def _launch_case(units: int, vector: int, f: float) -> np.ndarray:
+def _launch_case(units: int, vector: int, f: float, cpu: bool = True) -> np.ndarray:
     """A case vector in the real layout: one program feature `f`, then the device's features
-    (only compute units, float vector width and work-group limit set), then the size's."""
+    (only its type, compute units, float vector width and work-group limit set), then the size's."""
     names = DeviceFeatures.names()
     row = np.zeros(1 + len(names) + len(size_names()))
+    row[0] = f
+    row[1 + names.index("is_cpu")] = float(cpu)
+    row[1 + names.index("is_gpu")] = float(not cpu)
     row[1 + names.index("compute_units")] = units
     row[1 + names.index("preferred_vector_width_float")] = vector
     row[1 + names.index("max_work_group_size")] = 1024
@@ -240,6 +243,8 @@ def test_launch_features_hand_computed():
     # 64 groups / 16 units; 2048 items / 16 units; 2048 / (16 x 8 lanes); 32 items / 8 lanes; 32 / 1024
     np.testing.assert_allclose(out, [[2.0, 7.0, 4.0, 2.0, 1 / 32]])
     assert out.shape[1] == len(LAUNCH_FIELDS)
+    gpu = launch_features(_launch_case(16, 8, 0.3, cpu=False)[None, :], _launch_encodings([64], group_size=32))
+    np.testing.assert_array_equal(gpu, np.zeros((1, len(LAUNCH_FIELDS))))  # CPUs only
     X = pair_matrix(_launch_case(16, 8, 0.3)[None, :], _launch_encodings([64]), launch=True)
     assert X.shape[1] == len(_launch_case(16, 8, 0.3)) + len(CONFIG_FIELDS) + len(LAUNCH_FIELDS)
 

@@ -82,17 +82,22 @@ def launch_features(case_rows: np.ndarray, config_rows: np.ndarray) -> np.ndarra
     work-groups and work-items per compute unit, work-items per SIMD lane (compute units times
     the preferred float vector width), a work-group's items per lane and its share of the
     device's largest work-group. A configuration's absolute work-group count means opposite
-    things on a 2-core and a 16-core CPU; these ratios carry from one device to another."""
+    things on a 2-core and a 16-core CPU; these ratios carry from one device to another.
+    On a CPU a work-group runs as a loop on one core, so these are what its best launch follows;
+    on other devices they are 0 (a GPU's compute units hold many work-groups at once, and there
+    the ratios made held-out sizes worse: eval-2026-11-24c-summary.md)."""
     offset = case_rows.shape[1] - len(size_names()) - len(_DEVICE)
     device = case_rows[:, offset:offset + len(_DEVICE)]
+    cpu = device[:, _DEVICE.index("is_cpu")] > 0
     units = np.maximum(device[:, _DEVICE.index("compute_units")], 1.0)
     lanes = units * np.maximum(device[:, _DEVICE.index("preferred_vector_width_float")], 1.0)
     biggest = np.maximum(device[:, _DEVICE.index("max_work_group_size")], 1.0)
     groups = np.maximum(config_rows[:, _CONFIG.index("work_groups")], 1.0)
     items = np.maximum(config_rows[:, _CONFIG.index("work_items")], 1.0)
     group = np.maximum(config_rows[:, _CONFIG.index("wg_total")], 1.0)
-    return np.column_stack([np.log2(groups / units), np.log2(items / units), np.log2(items / lanes),
-                            np.log2(group / (lanes / units)), group / biggest])
+    out = np.column_stack([np.log2(groups / units), np.log2(items / units), np.log2(items / lanes),
+                           np.log2(group / (lanes / units)), group / biggest])
+    return out * cpu[:, None]
 
 
 def pair_matrix(case_rows: np.ndarray, config_rows: np.ndarray, launch: bool = False) -> np.ndarray:
