@@ -83,6 +83,10 @@ class _StandardizedNN:
 
 
 TARGETS = ("median", "scaled", "rank")
+# what `train` and the live tuner use: the best in the evaluation
+# (benchmarks/results/knowledge/eval-2026-11-24c-summary.md)
+DEFAULT_TARGET = "scaled"
+DEFAULT_LAUNCH = True
 
 
 class PairRanker:
@@ -95,8 +99,8 @@ class PairRanker:
 counts is which configurations are faster, not by how much). `caution`: candidates are ranked by the members' mean prediction plus
     `caution` times their standard deviation (forest only), so that of two candidates predicted
     equally fast the one the trees agree on comes first. `launch`: the regressor and the
-    classifier also see `dataset.launch_features` (the launch in the device's own units). `n_jobs`: processes for the trees (the
-    same trees whatever the number)."""
+    classifier also see `dataset.launch_features` (the launch in the device's own units).
+    `n_jobs`: processes for the trees (the same trees whatever the number)."""
 
     def __init__(self, kind: str = "forest", seed: int = 0, target: str = "median", caution: float = 0.0,
                  n_jobs: int = 1, launch: bool = False) -> None:
@@ -129,7 +133,8 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         else:
             relative = (data.log_time[ok] - np.array([medians[c] for c in data.case[ok]]))
         relative = relative / np.array([scales[c] for c in data.case[ok]])
-        self.regressor = _regressor(self.kind, self.seed, self.n_jobs).fit(data.pair_features(ok, self.launch), relative)
+        self.regressor = _regressor(self.kind, self.seed, self.n_jobs).fit(data.pair_features(ok, self.launch),
+                                                                           relative)
         known = sorted(medians)
         self.level = ExtraTreesRegressor(n_estimators=50, min_samples_leaf=1, random_state=self.seed).fit(
             data.case_features[known], np.array([[medians[c], math.log(scales[c])] for c in known]))
