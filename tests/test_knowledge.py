@@ -11,15 +11,16 @@ import numpy as np
 import pytest
 
 import imagecl
-from imagecl.features import CONFIG_FIELDS, encode_config
+from imagecl.features import CONFIG_FIELDS, DeviceFeatures, encode_config, size_names
 from imagecl.tuner.knowledge import J48Baseline, PairRanker, assemble, device_from_json, predict, seeds
-from imagecl.tuner.knowledge.dataset import Dataset, limits_from_features
+from imagecl.tuner.knowledge.dataset import LAUNCH_FIELDS, Dataset, launch_features, limits_from_features, pair_matrix
 from imagecl.tuner.knowledge.evaluate import best_single, case_result, evaluate_split, summarize
 from imagecl.tuner.store import Record, canonical_config, text_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 SOBEL = ROOT / "examples" / "sobel.icl"
-WG_X = list(CONFIG_FIELDS).index("wg_x")
+FIELDS = list(CONFIG_FIELDS)
+WG_X = FIELDS.index("wg_x")
 
 
 @pytest.fixture(scope="module")
@@ -206,3 +207,92 @@ def test_split_evaluation_beats_best_single_on_toy():
     assert summarize(results["forest"])["share_of_oracle"] > 0.95
     assert summarize(results["j48"])["share_of_oracle"] > 0.85
     assert summarize(results["best_single"])["share_of_oracle"] < 0.8
+
+
+def test_assembly_keeps_each_measurement_launch_range(sobel, device):
+    records, _ = _records(sobel, device)
+    records[1].times = [3e-3, 1e-3, 2e-3]
+    records[3].times = []  # stored without its launches: the median is the only time known
+    data, _ = assemble(records, {records[0].program_hash: sobel}, {device.name: device})
+    np.testing.assert_allclose(data.launch_range[1], [1e-3, 3e-3])
+    np.testing.assert_allclose(data.launch_range[3], [4e-3, 4e-3])
+    assert np.isnan(data.launch_range[2]).all()  # failed: no launch
+
+
+def _launch_case(units: int, vector: int, f: float, cpu: bool = True) -> np.ndarray:
+    """A case vector in the real layout: one program feature `f`, then the device's features
+    (only its type, compute units, float vector width and work-group limit set), then the size's."""
+    names = DeviceFeatures.names()
+    row = np.zeros(1 + len(names) + len(size_names()))
+    row[0] = f
+    row[1 + names.index("is_cpu")] = float(cpu)
+    row[1 + names.index("is_gpu")] = float(not cpu)
+    row[1 + names.index("compute_units")] = units
+    row[1 + names.index("preferred_vector_width_float")] = vector
+    row[1 + names.index("max_work_group_size")] = 1024
+    return row
+
+
+def _launch_encodings(groups: list[int], group_size: int = 8) -> np.ndarray:
+    enc = np.zeros((len(groups), len(CONFIG_FIELDS)))
+    enc[:, FIELDS.index("work_groups")] = groups
+    enc[:, FIELDS.index("wg_total")] = group_size
+    enc[:, FIELDS.index("work_items")] = np.array(groups) * group_size
+    return enc
+
+
+def test_launch_features_hand_computed():
+    out = launch_features(_launch_case(16, 8, 0.3)[None, :], _launch_encodings([64], group_size=32))
+    # 64 groups / 16 units; 2048 items / 16 units; 2048 / (16 x 8 lanes); 32 items / 8 lanes; 32 / 1024
+    np.testing.assert_allclose(out, [[2.0, 7.0, 4.0, 2.0, 1 / 32]])
+    assert out.shape[1] == len(LAUNCH_FIELDS)
+    gpu = launch_features(_launch_case(16, 8, 0.3, cpu=False)[None, :], _launch_encodings([64], group_size=32))
+    np.testing.assert_array_equal(gpu, np.zeros((1, len(LAUNCH_FIELDS))))  # CPUs only
+    X = pair_matrix(_launch_case(16, 8, 0.3)[None, :], _launch_encodings([64]), launch=True)
+    assert X.shape[1] == len(_launch_case(16, 8, 0.3)) + len(CONFIG_FIELDS) + len(LAUNCH_FIELDS)
+
+
+def _launch_toy() -> Dataset:
+    """CPUs of 2, 4, 8 and 32 compute units, programs with one feature; the fastest launch has
+    one work-group per compute unit, slower by a factor of two per doubling away from it."""
+    rng = np.random.default_rng(5)
+    groups = [1, 2, 4, 8, 16, 32, 64]
+    cases, features, enc, case, log_time = [], [], [], [], []
+    for c, units in enumerate([2, 4, 8, 32] * 8):
+        cases.append(c)
+        features.append(_launch_case(units, 8, rng.random()))
+        enc.append(_launch_encodings(groups))
+        case += [c] * len(groups)
+        log_time += [abs(math.log2(g / units)) * math.log(2) + 0.01 * rng.random() for g in groups]
+    n = len(case)
+    return Dataset(cases=cases, case_features=np.array(features), config_features=np.vstack(enc),
+                   case=np.array(case), configs=[{} for _ in range(n)], keys=[str(i) for i in range(n)],
+                   status=["ok"] * n, log_time=np.array(log_time), default_key={})
+
+
+def test_launch_features_carry_the_best_launch_to_a_larger_device():
+    data = _launch_toy()
+    candidates = _launch_encodings([1, 2, 4, 8, 16, 32, 64])
+    sixteen = _launch_case(16, 8, 0.5)  # a device with compute units unlike any in training
+    with_launch = PairRanker("forest", target="scaled", launch=True).fit(data, range(len(data.cases)))
+    order, _ = with_launch.rank(sixteen, candidates)
+    assert candidates[order[0], FIELDS.index("work_groups")] == 16
+    # without them the trees can only copy a device they saw (8 or 32 units)
+    plain = PairRanker("forest", target="scaled").fit(data, range(len(data.cases)))
+    order, _ = plain.rank(sixteen, candidates)
+    assert candidates[order[0], FIELDS.index("work_groups")] in (8, 32)
+
+
+def test_within_noise_column_and_tail_counts():
+    times = np.array([1.0, 4.0, 2.5, math.nan])  # medians; the oracle is candidate 0
+    spans = np.array([[0.9, 2.2], [3.9, 4.1], [2.1, 3.0], [math.nan, math.nan]])
+    noisy = case_result(0, times, 2, 1, 1, launch_range=spans)  # its fastest launch 2.1 <= the oracle's slowest 2.2
+    slow = case_result(1, times, 1, 1, 1, launch_range=spans)  # 3.9 > 2.2
+    best = case_result(2, times, 0, 1, 1, launch_range=spans)
+    failed = case_result(3, times, 3, 1, 1, launch_range=spans)  # illegal: scored as the default, never noise
+    assert (noisy.within_noise, slow.within_noise, best.within_noise, failed.within_noise) == (True, False, True, False)
+    assert noisy.share == pytest.approx(0.4)  # the share still scores against the oracle's median
+    assert not case_result(0, times, 2, 1, 1).within_noise  # launches unknown: not claimed
+    s = summarize([noisy, slow, best, failed])
+    assert (s["tail_cases"], s["tail_within_noise"]) == (3, 1)  # shares .4, .25, 1, .25
+    assert s["median_share_of_oracle"] == pytest.approx(0.325)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import imagecl
-from imagecl.tuner.knowledge import device_from_json, limits_from_features
+from imagecl.tuner.knowledge import device_from_json, limits_from_features, train
 from imagecl.tuner.knowledge.dataset import assemble
 from imagecl.tuner.knowledge.evaluate import evaluate_split, summarize
 from imagecl.tuner.knowledge.fewshot import trained_model, with_knowledge
@@ -70,6 +70,11 @@ def test_model_cache_follows_the_table(sobel, device, tmp_path):
     knowledge = Knowledge(records=list(records), programs={h: sobel}, devices={device.name: device})
     first = trained_model(knowledge, cache_dir=tmp_path)
     assert not first.cached and first.train_seconds > 0 and first.cases == 1 and first.measurements == 30
+    # the live model sees the launch in the device's units (the evaluation's best); a model
+    # without them is another cache entry, never served in its place
+    assert first.model.launch and first.model.target == "scaled"
+    plain = trained_model(knowledge, cache_dir=tmp_path, launch=False)
+    assert not plain.cached and not plain.model.launch and plain.key != first.key
     again = trained_model(knowledge, cache_dir=tmp_path)
     assert again.cached and again.key == first.key and again.train_seconds == first.train_seconds
     # a measurement more (or one changed) is another table: trained again, under another key
@@ -83,6 +88,7 @@ def test_model_cache_follows_the_table(sobel, device, tmp_path):
     (tmp_path / f"{changed.key}.pickle").write_bytes(b"not a pickle")
     assert not trained_model(knowledge, cache_dir=tmp_path).cached
     assert len(list(tmp_path.glob("*.pickle"))) <= 2  # only the most recent are kept
+    assert train(records, {h: sobel}, {device.name: device}).launch  # the library's default too
 
 
 def _strategy(problem, budget, rng, *, seeds=(), prior=(), sample_fraction=0.3):

@@ -14,7 +14,7 @@ from imagecl.features import DeviceFeatures
 from ..store import Record, canonical_config
 from .dataset import PORTABLE_FIELDS, Case, Dataset, assemble, case_vector, device_from_json, encode, \
     limits_from_features
-from .models import REGRESSORS, J48Baseline, PairRanker
+from .models import DEFAULT_LAUNCH, DEFAULT_TARGET, REGRESSORS, J48Baseline, PairRanker
 
 __all__ = ["PORTABLE_FIELDS", "REGRESSORS", "Case", "Dataset", "J48Baseline", "PairRanker", "Prediction",
            "assemble", "case_vector", "device_from_json", "encode", "limits_from_features", "predict", "seeds",
@@ -32,9 +32,10 @@ class Prediction:
 
 def train(records: Iterable[Record], programs: Mapping[str, Any], devices: Mapping[str, DeviceFeatures],
           kind: str = "forest", seed: int = 0) -> PairRanker:
-    """A ranker trained on every case of `records` (programs by program_hash, devices by name)."""
+    """A ranker trained on every case of `records` (programs by program_hash, devices by name),
+    with the live tuner's target and launch features."""
     data, _ = assemble(records, programs, devices)
-    return PairRanker(kind, seed).fit(data, range(len(data.cases)))
+    return PairRanker(kind, seed, target=DEFAULT_TARGET, launch=DEFAULT_LAUNCH).fit(data, range(len(data.cases)))
 
 
 def predict(model: PairRanker, program: Any, device: DeviceFeatures, shape_xyz: tuple[int, ...],

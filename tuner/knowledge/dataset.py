@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
 
-from imagecl.features import CONFIG_FIELDS, DeviceFeatures, encode_columns, features_of, size_features
+from imagecl.features import CONFIG_FIELDS, DeviceFeatures, encode_columns, features_of, size_features, size_names
 from imagecl.space import DeviceLimits
 
 from ..censor import SLOW
@@ -51,14 +51,18 @@ class Dataset:
     status: list[str]
     log_time: np.ndarray  # NaN where status is not ok
     default_key: dict[int, str] = field(default_factory=dict)  # case -> its default configuration's key
+    # per row: the fastest and the slowest launch in seconds (NaN where it did not run); None
+    # where the table was built without them
+    launch_range: Optional[np.ndarray] = None
 
     @property
     def ok(self) -> np.ndarray:
         return np.array([s == "ok" for s in self.status], dtype=bool)
 
-    def pair_features(self, rows: Optional[np.ndarray] = None) -> np.ndarray:
+    def pair_features(self, rows: Optional[np.ndarray] = None, launch: bool = False) -> np.ndarray:
+        """Case and configuration features of `rows`; with `launch`, `launch_features` too."""
         rows = np.arange(len(self.case)) if rows is None else rows
-        return np.hstack([self.case_features[self.case[rows]], self.config_features[rows]])
+        return pair_matrix(self.case_features[self.case[rows]], self.config_features[rows], launch)
 
     def portable(self, rows: Optional[np.ndarray] = None) -> np.ndarray:
         rows = np.arange(len(self.case)) if rows is None else rows
@@ -66,6 +70,42 @@ class Dataset:
 
     def rows_of(self, case: int) -> np.ndarray:
         return np.flatnonzero(self.case == case)
+
+
+LAUNCH_FIELDS = ("log2_groups_per_unit", "log2_items_per_unit", "log2_items_per_lane", "log2_group_per_lane",
+                 "group_share_of_max")
+_CONFIG = list(CONFIG_FIELDS)
+_DEVICE = DeviceFeatures.names()
+
+
+def launch_features(case_rows: np.ndarray, config_rows: np.ndarray) -> np.ndarray:
+    """The launch measured in the device's own units, one row per (case, configuration) row:
+    work-groups and work-items per compute unit, work-items per SIMD lane (compute units times
+    the preferred float vector width), a work-group's items per lane and its share of the
+    device's largest work-group. A configuration's absolute work-group count means opposite
+    things on a 2-core and a 16-core CPU; these ratios carry from one device to another.
+    On a CPU a work-group runs as a loop on one core, so these are what its best launch follows;
+    on other devices they are 0 (a GPU's compute units hold many work-groups at once, and there
+    the ratios made held-out sizes worse: eval-2026-11-24c-summary.md)."""
+    offset = case_rows.shape[1] - len(size_names()) - len(_DEVICE)
+    device = case_rows[:, offset:offset + len(_DEVICE)]
+    cpu = device[:, _DEVICE.index("is_cpu")] > 0
+    units = np.maximum(device[:, _DEVICE.index("compute_units")], 1.0)
+    lanes = units * np.maximum(device[:, _DEVICE.index("preferred_vector_width_float")], 1.0)
+    biggest = np.maximum(device[:, _DEVICE.index("max_work_group_size")], 1.0)
+    groups = np.maximum(config_rows[:, _CONFIG.index("work_groups")], 1.0)
+    items = np.maximum(config_rows[:, _CONFIG.index("work_items")], 1.0)
+    group = np.maximum(config_rows[:, _CONFIG.index("wg_total")], 1.0)
+    out = np.column_stack([np.log2(groups / units), np.log2(items / units), np.log2(items / lanes),
+                           np.log2(group / (lanes / units)), group / biggest])
+    return out * cpu[:, None]
+
+
+def pair_matrix(case_rows: np.ndarray, config_rows: np.ndarray, launch: bool = False) -> np.ndarray:
+    """A model's input: case features beside configuration features, row by row; with `launch`,
+    `launch_features` after them."""
+    blocks = [case_rows, config_rows] + ([launch_features(case_rows, config_rows)] if launch else [])
+    return np.hstack(blocks)
 
 
 def limits_from_features(device: DeviceFeatures) -> DeviceLimits:
@@ -115,6 +155,7 @@ def assemble(records: Iterable[Record], programs: Mapping[str, Any], devices: Ma
             continue
         grouped.setdefault(Case(r.program_hash, r.program_name, r.device, r.problem_size), []).append(r)
     cases, case_rows, enc, case_idx, configs, keys, status, log_time, defaults = [], [], [], [], [], [], [], [], {}
+    ranges = []
     for i, (case, recs) in enumerate(sorted(grouped.items(), key=lambda kv: (kv[0].program_name, kv[0].program_hash,
                                                                             kv[0].device, kv[0].size))):
         program, device = programs[case.program_hash], devices[case.device]
@@ -131,9 +172,12 @@ def assemble(records: Iterable[Record], programs: Mapping[str, Any], devices: Ma
             status.append(r.status)
             ok = r.status == "ok" and r.time is not None and r.time > 0
             log_time.append(math.log(r.time) if ok else math.nan)
+            launches = [t for t in (r.times or [r.time]) if t is not None and t > 0] if ok else []
+            ranges.append((min(launches), max(launches)) if launches else (math.nan, math.nan))
     width = len(CONFIG_FIELDS)
     data = Dataset(cases=cases, case_features=np.array(case_rows) if case_rows else np.empty((0, 0)),
                    config_features=np.vstack(enc) if enc else np.empty((0, width)),
                    case=np.array(case_idx, dtype=np.int64), configs=configs, keys=keys, status=status,
-                   log_time=np.array(log_time, dtype=np.float64), default_key=defaults)
+                   log_time=np.array(log_time, dtype=np.float64), default_key=defaults,
+                   launch_range=np.array(ranges, dtype=np.float64).reshape(-1, 2))
     return data, skipped

@@ -28,12 +28,17 @@ class CaseResult:
     speedup_single: float  # best single configuration's time / predicted's
     illegal: bool
     share_few_shot: float = math.nan  # oracle / best of the top FEW_SHOT ranked (rankers only)
+    # the pick's fastest launch was no slower than the oracle's slowest: within measurement noise
+    # of the oracle (a separate column: the share above still scores against the best median)
+    within_noise: bool = False
 
 
 def case_result(case: int, times: np.ndarray, chosen: Optional[int], default: Optional[int],
-                single: Optional[int], few_shot: Sequence[int] = ()) -> CaseResult:
+                single: Optional[int], few_shot: Sequence[int] = (),
+                launch_range: Optional[np.ndarray] = None) -> CaseResult:
     """Scores for one held-out case: `times` per candidate (NaN where it failed), the indices of
-    the predicted, default and best-single candidates (None: nothing legal was returned)."""
+    the predicted, default and best-single candidates (None: nothing legal was returned), and
+    each candidate's fastest and slowest launch (`launch_range`, rows of two) where known."""
     def effective(i: Optional[int]) -> float:
         if i is not None and not math.isnan(times[i]):
             return float(times[i])
@@ -44,9 +49,13 @@ def case_result(case: int, times: np.ndarray, chosen: Optional[int], default: Op
     t = effective(chosen)
     t_default = float(times[default]) if default is not None else math.nan
     legal_top = [times[i] for i in few_shot if not math.isnan(times[i])]
+    within = False
+    if launch_range is not None and not illegal:
+        best = int(np.nanargmin(times))
+        within = bool(launch_range[chosen, 0] <= launch_range[best, 1])
     return CaseResult(case=case, share=oracle / t, speedup_default=t_default / t,
                       speedup_single=effective(single) / t, illegal=illegal,
-                      share_few_shot=oracle / min(legal_top) if legal_top else math.nan)
+                      share_few_shot=oracle / min(legal_top) if legal_top else math.nan, within_noise=within)
 
 
 def _geomean(values: Sequence[float]) -> float:
@@ -54,8 +63,12 @@ def _geomean(values: Sequence[float]) -> float:
     return float(np.exp(np.mean(np.log(v)))) if len(v) else math.nan
 
 
+TAIL = 0.5  # a prediction under this share of its oracle is in the tail
+
+
 def summarize(results: Sequence[CaseResult]) -> dict:
-    """Mean share of the oracle, its minimum, geometric-mean speedups, illegal share."""
+    """Mean share of the oracle, its minimum, geometric-mean speedups, illegal share; the cases
+    under TAIL of their oracle, and how many of those are within measurement noise of it."""
     shares = [r.share for r in results if not math.isnan(r.share)]
     few = [r.share_few_shot for r in results if not math.isnan(r.share_few_shot)]
     return {"cases": len(results),
@@ -64,7 +77,10 @@ def summarize(results: Sequence[CaseResult]) -> dict:
             "speedup_over_default": _geomean([r.speedup_default for r in results]),
             "speedup_over_best_single": _geomean([r.speedup_single for r in results]),
             "illegal_share": float(np.mean([r.illegal for r in results])) if results else math.nan,
-            "few_shot_share_of_oracle": float(np.mean(few)) if few else math.nan}
+            "few_shot_share_of_oracle": float(np.mean(few)) if few else math.nan,
+            "median_share_of_oracle": float(np.median(shares)) if shares else math.nan,
+            "tail_cases": sum(1 for r in results if r.share < TAIL),
+            "tail_within_noise": sum(1 for r in results if r.share < TAIL and r.within_noise)}
 
 
 def best_single(data: Dataset, cases: Sequence[int]) -> Optional[np.ndarray]:
@@ -98,6 +114,8 @@ def make_ranker(spec: str, seed: int = 0) -> PairRanker:
     for option in options:
         if option in ("median", "scaled", "rank"):
             kw["target"] = option
+        elif option == "launch":
+            kw["launch"] = True
         elif option.startswith("caution="):
             kw["caution"] = float(option.split("=", 1)[1])
         else:
@@ -119,11 +137,12 @@ def evaluate_split(data: Dataset, train: Sequence[int], test: Sequence[int], met
         times = np.exp(data.log_time[rows])
         if np.all(np.isnan(times)):
             continue  # nothing ran: no oracle to compare with
+        spans = data.launch_range[rows] if data.launch_range is not None else None
         keys = [data.keys[r] for r in rows]
         default = keys.index(data.default_key[c]) if data.default_key.get(c) in keys else None
         allowed = np.ones(len(rows), dtype=bool)
         s = nearest_candidate(portable[rows], single, allowed) if single is not None else None
-        out["best_single"].append(case_result(c, times, s, default, s))
+        out["best_single"].append(case_result(c, times, s, default, s, launch_range=spans))
         vec = data.case_features[c]
         for m, model in models.items():
             if m == "j48":
@@ -131,7 +150,7 @@ def evaluate_split(data: Dataset, train: Sequence[int], test: Sequence[int], met
             else:
                 order, _ = model.rank(vec, data.config_features[rows])
                 chosen, top = (int(order[0]) if len(order) else None), list(order[:FEW_SHOT])
-            out[m].append(case_result(c, times, chosen, default, s, top))
+            out[m].append(case_result(c, times, chosen, default, s, top, launch_range=spans))
     return out
 
 

@@ -31,13 +31,14 @@ from ..store import RunKey, Store
 from ..strategies import Observation
 from . import predict
 from .dataset import Dataset, assemble
-from .models import PairRanker
+from .models import DEFAULT_LAUNCH, DEFAULT_TARGET, PairRanker
 from .sources import Knowledge, gather
 
-MODEL_VERSION = 1  # bump when PairRanker's training changes: older cache entries are then not used
+MODEL_VERSION = 2  # bump when PairRanker's training changes: older cache entries are then not used
 SEEDS = 10  # configurations predicted fastest that the search measures first
 PSEUDO = 48  # predictions the strategy's model sees as prior observations
-TARGET = "scaled"  # PairRanker's target: the best in the evaluation (BENCHMARKS.md, issue 17)
+TARGET = DEFAULT_TARGET  # PairRanker's target and launch features: the best in the evaluation
+LAUNCH = DEFAULT_LAUNCH
 KEEP = 2  # cached models kept (the most recently used)
 
 
@@ -103,13 +104,13 @@ def _save(folder: Path, key: str, entry: dict) -> None:
 
 
 def trained_model(knowledge: Knowledge, kind: str = "forest", seed: int = 0, target: str = TARGET,
-                  cache_dir: Optional[Union[str, Path]] = None) -> Optional[TrainedKnowledge]:
+                  cache_dir: Optional[Union[str, Path]] = None, launch: bool = LAUNCH) -> Optional[TrainedKnowledge]:
     """A model of every usable record of `knowledge`, from the cache where one was trained on
     the same table; None when no record ran successfully. Trained on every core."""
     data, _ = assemble(knowledge.usable(), knowledge.programs, knowledge.devices)
     if not len(data.cases) or not data.ok.any():
         return None
-    key = table_key(data, f"{kind}/{target}", seed)
+    key = table_key(data, f"{kind}/{target}" + ("/launch" if launch else ""), seed)
     folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     counts = dict(cases=len(data.cases), measurements=len(data.keys),
                   programs=len({c.program_hash for c in data.cases}), devices=len({c.device for c in data.cases}))
@@ -118,7 +119,7 @@ def trained_model(knowledge: Knowledge, kind: str = "forest", seed: int = 0, tar
         return TrainedKnowledge(entry["model"], key, train_seconds=float(entry.get("seconds", 0.0)), cached=True,
                                 **counts)
     start = time.perf_counter()
-    model = PairRanker(kind, seed, target=target, n_jobs=-1).fit(data, range(len(data.cases)))
+    model = PairRanker(kind, seed, target=target, n_jobs=-1, launch=launch).fit(data, range(len(data.cases)))
     seconds = time.perf_counter() - start
     _save(folder, key, {"model": model, "seconds": seconds})
     return TrainedKnowledge(model, key, train_seconds=seconds, cached=False, **counts)

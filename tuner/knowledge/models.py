@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .dataset import Dataset
+from .dataset import Dataset, pair_matrix
 
 _NORMAL = NormalDist()
 # predicted failure probability above which a candidate is left out: strict, because seeds are
@@ -83,6 +83,10 @@ class _StandardizedNN:
 
 
 TARGETS = ("median", "scaled", "rank")
+# what `train` and the live tuner use: the best in the evaluation
+# (benchmarks/results/knowledge/eval-2026-11-24c-summary.md)
+DEFAULT_TARGET = "scaled"
+DEFAULT_LAUNCH = True
 
 
 class PairRanker:
@@ -94,16 +98,18 @@ class PairRanker:
     differ by 2x), or its rank in its case as a normal score (robust to a few extreme times: what
 counts is which configurations are faster, not by how much). `caution`: candidates are ranked by the members' mean prediction plus
     `caution` times their standard deviation (forest only), so that of two candidates predicted
-    equally fast the one the trees agree on comes first. `n_jobs`: processes for the trees (the
-    same trees whatever the number)."""
+    equally fast the one the trees agree on comes first. `launch`: the regressor and the
+    classifier also see `dataset.launch_features` (the launch in the device's own units).
+    `n_jobs`: processes for the trees (the same trees whatever the number)."""
 
     def __init__(self, kind: str = "forest", seed: int = 0, target: str = "median", caution: float = 0.0,
-                 n_jobs: int = 1) -> None:
+                 n_jobs: int = 1, launch: bool = False) -> None:
         if kind not in REGRESSORS:
             raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
         if target not in TARGETS:
             raise ValueError(f"unknown target '{target}' (one of {', '.join(TARGETS)})")
         self.kind, self.seed, self.target, self.caution, self.n_jobs = kind, seed, target, float(caution), n_jobs
+        self.launch = launch
 
     def fit(self, data: Dataset, cases: Sequence[int]) -> "PairRanker":
         from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
@@ -127,7 +133,8 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         else:
             relative = (data.log_time[ok] - np.array([medians[c] for c in data.case[ok]]))
         relative = relative / np.array([scales[c] for c in data.case[ok]])
-        self.regressor = _regressor(self.kind, self.seed, self.n_jobs).fit(data.pair_features(ok), relative)
+        self.regressor = _regressor(self.kind, self.seed, self.n_jobs).fit(data.pair_features(ok, self.launch),
+                                                                           relative)
         known = sorted(medians)
         self.level = ExtraTreesRegressor(n_estimators=50, min_samples_leaf=1, random_state=self.seed).fit(
             data.case_features[known], np.array([[medians[c], math.log(scales[c])] for c in known]))
@@ -136,14 +143,14 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         if failed.any() and not failed.all():
             self.classifier = ExtraTreesClassifier(n_estimators=80, min_samples_leaf=1, max_features=0.5,
                                                    class_weight="balanced", n_jobs=self.n_jobs, random_state=self.seed
-                                                   ).fit(data.pair_features(rows), failed)
+                                                   ).fit(data.pair_features(rows, self.launch), failed)
         self.always_fails = bool(failed.all())
         return self
 
     def score(self, case_vector: np.ndarray, configs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Predicted seconds and failure probability of each encoded configuration (rows of
         `configs`) of the case `case_vector`."""
-        X = np.hstack([np.repeat(case_vector[None, :], len(configs), axis=0), configs])
+        X = pair_matrix(np.repeat(case_vector[None, :], len(configs), axis=0), configs, self.launch)
         level, log_scale = self.level.predict(case_vector[None, :])[0]
         seconds = np.exp(self._relative(X) * math.exp(log_scale) + level)
         if self.classifier is not None:
