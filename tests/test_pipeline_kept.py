@@ -90,3 +90,39 @@ def test_the_measurement_worker_takes_the_source_its_builder_generated(tmp_path,
     assert summary.statuses == {"ok": 2} and len(handed) == 2
     found = [build_key(text, (), device.name.strip(), device.driver_version.strip()) for text in handed]
     assert all(BuildCache(cache).get(key) is not None for key in found)  # the worker built the marked text
+
+
+_ORPHAN = """
+import os, sys, time
+from imagecl.tuner import pipeline
+from imagecl.tuner.buildcache import BuildCache
+sys.path.insert(0, sys.argv[2])
+import test_pipeline_kept
+pipeline._build_job = test_pipeline_kept._counted
+builds = pipeline.BuildPipeline(BuildCache(sys.argv[1]), 0, "d", "v", workers=2, keep=True)
+list(builds.results({"a": {}, "b": {}}))
+print(" ".join(str(p) for p in builds.pool._processes), flush=True)
+os.kill(os.getpid(), 9)  # killed outright: no chance to stop its builders
+"""
+
+
+def test_the_builders_of_a_parent_killed_outright_exit(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _ORPHAN, str(tmp_path), str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=300)
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 2, done.stderr
+    deadline = time.time() + 60
+    while any(_alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -27,6 +27,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -199,6 +200,16 @@ class BuildPipeline:
 def _ignore_interrupts() -> None:
     # Ctrl-C reaches the whole process group: the engine stops the builders itself
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a parent killed outright (a Dask worker's SIGKILL) cannot stop its builders, and an idle
+    # builder never learns of it (it holds its queue's pipe open itself): it watches its parent
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="imagecl-parent-watch").start()
 
 
 _PROGRAMS: dict[tuple[str, str], Any] = {}
