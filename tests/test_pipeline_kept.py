@@ -110,14 +110,19 @@ def test_the_builders_of_a_parent_killed_outright_exit(tmp_path):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _ORPHAN, str(tmp_path), str(Path(__file__).parent)],
-                          capture_output=True, text=True, timeout=300)
-    pids = [int(p) for p in done.stdout.split()]
-    assert len(pids) == 2, done.stderr
+    out = tmp_path / "pids.txt"
+    with open(out, "w") as stdout:  # a file, not a pipe: surviving builders would hold a pipe open
+        subprocess.run([sys.executable, "-c", _ORPHAN, str(tmp_path), str(Path(__file__).parent)],
+                       stdout=stdout, stderr=subprocess.DEVNULL, timeout=300)
+    pids = [int(p) for p in out.read_text().split()]
+    assert len(pids) == 2
     deadline = time.time() + 60
     while any(_alive(p) for p in pids) and time.time() < deadline:
         time.sleep(0.2)
-    assert not any(_alive(p) for p in pids)
+    alive = [p for p in pids if _alive(p)]
+    for pid in alive:  # this test's own processes, not to outlive it
+        os.kill(pid, 9)
+    assert not alive
 
 
 def _alive(pid: int) -> bool:
