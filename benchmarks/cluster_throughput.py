@@ -1,14 +1,15 @@
-"""Measurement on a local Dask cluster (tuner/cluster.py): configurations per second with one and
-two device workers, and a short tuning run whose measurements are spread over the workers.
+"""Measurement on a local Dask cluster (tuner/cluster.py): configurations per second of the
+in-process engine, of each device worker alone and of all of them together, and a short tuning
+run whose measurements are spread over the workers.
 
-    python3 benchmarks/cluster_throughput.py --devices nvidia,cpu --out $OUT/cluster.json   # one GPU host
-    python3 benchmarks/cluster_throughput.py --devices nvidia,nvidia --out $OUT/cluster.json  # two GPUs
+    python3 benchmarks/cluster_throughput.py --devices nvidia,cpu --tune-workers 2 --out $OUT/cluster.json
+    python3 benchmarks/cluster_throughput.py --devices nvidia:0,nvidia:1 --out $OUT/cluster.json  # two GPUs
 
-About 6 minutes there: three throughput runs of at most --seconds (75) each, plus cluster starts,
-and a 30-measurement tuning run.
+About 5 minutes on the H100 host: four throughput runs of at most --seconds (40) each, plus
+cluster starts, and a 30-measurement tuning run.
 
-`--devices` names the workers' devices (imagecl device names or indices; a name already taken
-picks the next device that matches it). The same random sample of the paper's convolution space
+`--devices` names the workers' devices (imagecl device names or indices; `NAME:K` is the K-th
+device that NAME selects, from 0; a name already taken picks the next device that matches it). The same random sample of the paper's convolution space
 (examples/convolution9.icl, 9x9 filter, --size) is measured by each device alone, then by all
 together, each run cold: a fresh build cache and store, so every worker builds what it measures.
 With mixed devices (GPU and CPU) each configuration is measured once, on whichever worker takes
@@ -44,7 +45,7 @@ from imagecl.runtime.devices import _all_devices, select_device  # noqa: E402
 import imagecl.tuner.cluster as cluster_module  # noqa: E402
 from imagecl.runtime.synthetic import synthetic_arguments  # noqa: E402
 from imagecl.tuner.cluster import ClusterMeasurer, ClusterSpec, Synthetic, open_client, worker_counts  # noqa: E402
-from imagecl.tuner.engine import MeasureOptions  # noqa: E402
+from imagecl.tuner.engine import MeasureOptions, Measurer  # noqa: E402
 from imagecl.tuner.session import SessionOptions, run_session  # noqa: E402
 from imagecl.tuner.store import Store  # noqa: E402
 
@@ -59,8 +60,15 @@ def device_indices(specs: list[str]) -> list[int]:
     devices = _all_devices()
     taken: list[int] = []
     for spec in specs:
+        name, _, nth = spec.strip().rpartition(":")
         if spec.strip().isdigit():
             index = int(spec)
+        elif name and nth.isdigit():
+            first = select_device(name)
+            kind = [i for i, d in enumerate(devices) if (d.name, d.platform.name) == (first.name, first.platform.name)]
+            if int(nth) >= len(kind):
+                sys.exit(f"--devices {spec}: there are {len(kind)} devices like '{name}' ({first.name.strip()})")
+            index = kind[int(nth)]
         else:
             first = select_device(spec)  # the kind the name selects (e.g. "cpu", "nvidia")
             kind = (first.name, first.platform.name)
@@ -101,15 +109,37 @@ def measure_run(label: str, indices: list[int], prog, inputs: dict, recipe: Synt
             "statuses": dict(summary.statuses), "per_worker": worker_counts(cluster.measured_by),
             "stored_per_device": devices, "build_seconds_on_workers": summary.build_seconds,
             "tasks": len(waits), "setup_bytes_per_task": cluster.task_bytes, "median_task_wait_seconds": wait,
-            "task_wait_seconds": waits}
+            "task_wait_seconds": waits, "builders_per_worker": cluster.builders,
+            "builder_pools_started_per_worker": cluster.pool_starts}
+
+
+def engine_run(index: int, prog, inputs: dict, configs: list[dict], timeout: float, scratch: Path,
+               seconds: float) -> dict:
+    """The same sample measured cold by the in-process engine (builders on every core but one)."""
+    os.environ["IMAGECL_CACHE"] = tempfile.mkdtemp(prefix="cache-engine-", dir=scratch)
+    start = time.time()
+    with Store(scratch / "engine.db") as store:
+        with Measurer(prog, inputs, store, device=index, options=MeasureOptions(timeout=timeout, deadline=seconds)) \
+                as measurer:
+            summary = measurer.measure(configs)
+    elapsed = time.time() - start
+    rate = summary.measured / elapsed if elapsed > 0 else 0.0
+    print(f"{'in-process engine':>24}: {summary.measured} configurations in {elapsed:.1f} s = {rate:.1f}/s "
+          f"({dict(summary.statuses)})", flush=True)
+    return {"label": "in-process engine", "devices": [_all_devices()[index].name.strip()],
+            "measured": summary.measured, "seconds": elapsed, "per_second": rate,
+            "statuses": dict(summary.statuses), "phases": summary.phases}
 
 
 def tune_run(indices: list[int], prog, inputs: dict, recipe: Synthetic | None, budget: int, timeout: float,
-             scratch: Path) -> dict:
-    """A tuning run on the workers of the first device's kind, a batch of proposals per worker."""
+             scratch: Path, workers: int = 0) -> dict:
+    """A tuning run on the workers of the first device's kind, a batch of proposals per worker
+    (`workers` more than there are such devices: the extra ones share the first device)."""
     first = _all_devices()[indices[0]]
     same = [i for i in indices if (_all_devices()[i].name, _all_devices()[i].driver_version)
             == (first.name, first.driver_version)]
+    shared = workers > len(same)
+    same = (same + [same[0]] * workers)[:workers] if workers else same
     os.environ["IMAGECL_CACHE"] = tempfile.mkdtemp(prefix="cache-tune-", dir=scratch)
     with open_client(ClusterSpec(local_workers=len(same)), same) as client:
         start = time.time()
@@ -122,6 +152,7 @@ def tune_run(indices: list[int], prog, inputs: dict, recipe: Synthetic | None, b
           f"{result.evaluations} measurements in {seconds:.1f} s; per worker {worker_counts(cluster.measured_by)}",
           flush=True)
     return {"workers": len(same), "device": first.name.strip(), "budget": budget, "seconds": seconds,
+            "workers_share_a_device": shared,
             "best_seconds": result.best_time, "best_config": result.best_config, "evaluations": result.evaluations,
             "per_worker": worker_counts(cluster.measured_by),
             "measured_by": [{"config": json.loads(k), "worker": w} for k, w in cluster.measured_by]}
@@ -133,8 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=4096, help="image width and height (default 4096)")
     parser.add_argument("--configs", type=int, default=300, help="random valid configurations measured per run")
     parser.add_argument("--budget", type=int, default=30, help="the tuning run's budget")
-    parser.add_argument("--seconds", type=float, default=75.0,
-                        help="each throughput run stops after this long (default 75; its rate is what it measured)")
+    parser.add_argument("--seconds", type=float, default=40.0,
+                        help="each throughput run stops after this long (default 40; its rate is what it measured)")
+    parser.add_argument("--tune-workers", type=int, default=0,
+                        help="workers of the tuning run (default: one per device of the first one's kind; more: "
+                             "the extra ones share the first device, which shows the spread, not a speed-up)")
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="the JSON report")
@@ -153,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     configs = prog.space_for(_all_devices()[indices[0]], (args.size, args.size)).random(args.configs, seed=args.seed)
     scratch = Path(tempfile.mkdtemp(prefix="cluster-throughput-"))
     started = time.time()
-    runs = [measure_run(f"{_all_devices()[i].name.strip()[:16]}#{i} alone", [i], prog, inputs, recipe, configs,
+    runs = [engine_run(indices[0], prog, inputs, configs, args.timeout, scratch, args.seconds)]
+    runs += [measure_run(f"{_all_devices()[i].name.strip()[:16]}#{i} alone", [i], prog, inputs, recipe, configs,
                         args.timeout, scratch, args.seconds) for i in indices]
     if len(indices) > 1:
         runs.append(measure_run("all together", indices, prog, inputs, recipe, configs, args.timeout, scratch,
@@ -162,9 +197,11 @@ def main(argv: list[str] | None = None) -> int:
               "size": args.size, "configs": len(configs), "devices": args.devices, "runs": runs,
               "images_with_every_task": args.ship_images}
     if len(indices) > 1:
-        report["together_over_first_alone"] = runs[-1]["per_second"] / max(runs[0]["per_second"], 1e-9)
+        report["together_over_first_alone"] = runs[-1]["per_second"] / max(runs[1]["per_second"], 1e-9)
         print(f"all together / first device alone: {report['together_over_first_alone']:.2f}x", flush=True)
-    report["tuning"] = tune_run(indices, prog, inputs, recipe, args.budget, args.timeout, scratch)
+    report["first_worker_over_engine"] = runs[1]["per_second"] / max(runs[0]["per_second"], 1e-9)
+    print(f"first device's worker / in-process engine: {report['first_worker_over_engine']:.2f}x", flush=True)
+    report["tuning"] = tune_run(indices, prog, inputs, recipe, args.budget, args.timeout, scratch, args.tune_workers)
     report["seconds"] = time.time() - started
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1, default=str))

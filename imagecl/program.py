@@ -163,13 +163,22 @@ class Program:
     def source_of(self, plan: VariantPlan, config_lines: Optional[list[str]] = None) -> str:
         """The source of `plan`; plans that differ only in launch-only choices share it (the
         work-group size is launch-only except with local-memory tiles: see VariantPlan.compiled_wg)."""
-        key = (dataclasses.replace(plan, wg=plan.compiled_wg), tuple(config_lines or ()))
+        key = self._source_key(plan, config_lines)
         cache = self.__dict__.setdefault("_sources", {})
         if key not in cache:
             tunables = dict(plan.tunables)
             memo = self.__dict__.setdefault("_generation_memo", {})
             cache[key] = generate(self.specialised(tunables), plan, config_lines, self.analysis_for(tunables), memo)
         return cache[key]
+
+    @staticmethod
+    def _source_key(plan: VariantPlan, config_lines: Optional[list[str]]) -> tuple:
+        return dataclasses.replace(plan, wg=plan.compiled_wg), tuple(config_lines or ())
+
+    def adopt_source(self, plan: VariantPlan, source: str) -> None:
+        """Take `source` as `plan`'s: what another process (a builder, tuner/pipeline.py)
+        generated from this program for a plan of the same source, not generated again here."""
+        self.__dict__.setdefault("_sources", {})[self._source_key(plan, None)] = source
 
     # ---- running ----------------------------------------------------------------------------------
     def __call__(self, *image: Any, device: Any = None, config: Optional[Mapping[str, Any] | str] = None,

@@ -21,6 +21,7 @@ from imagecl.tuner.cluster import (ClusterMeasurer, ClusterSpec, Synthetic, argu
 from imagecl.tuner.engine import MeasureOptions, measure
 from imagecl.tuner.session import SessionOptions, run_session
 from imagecl.tuner.store import Store, canonical_config
+from imagecl.tuner.validate import plan_measurements
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SHAPE = (24, 40)
@@ -307,3 +308,48 @@ def test_the_cluster_writes_each_configuration_once_to_either_store(client, sobe
         cluster.measure(configs)  # a second run: everything already stored
         keys = [canonical_config(r.config) for r in store.records()]
     assert len(keys) == len(set(keys)) == 4
+
+
+class _Calls:
+    """A Dask client that records each submitted measurement's configurations, the successor it
+    names (`ahead`) and the worker it is pinned to."""
+
+    def __init__(self, client) -> None:
+        self.client, self.calls = client, []
+
+    def submit(self, function, *args, **kwargs):
+        if function.__name__ == "measure_task":
+            self.calls.append({"task": args[1], "ahead": args[3], "workers": kwargs.get("workers")})
+        return self.client.submit(function, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def test_tasks_are_whole_source_groups_built_ahead_by_one_pool_per_worker(tmp_path, client, sobel):
+    """Configurations that share a source go in one task (even beyond the chunk); every task
+    after the first round was named as its predecessor's successor, so the worker's builders
+    started on it early; each worker started its builder pool once, for all its tasks."""
+    prog, args = sobel
+    _two_live_workers(client)
+    space = prog.space_for(problem_shape=SHAPE)
+    bases = [c for c in space.random(40, seed=9) if not c.get("local_input")][:4]
+    configs = [{**c, "wg_x": x, "wg_y": y} for c in bases for x, y in ((1, 1), (2, 2), (4, 1))]
+    plan = plan_measurements(space, configs, set())
+    assert len(plan.groups) == 4 and not plan.invalid and {len(g) for g in plan.groups.values()} == {3}
+    recording = _Calls(client)
+    with Store(tmp_path / "g.db") as store:
+        cluster = ClusterMeasurer(recording, prog, args, store, chunk=2)
+        summary = cluster.measure(configs)
+        again = cluster.measure(space.random(6, seed=10))  # another call: the same pools
+    assert summary.statuses == {"ok": 12} and again.measured == 6
+    first_call = recording.calls[:4]
+    sources = [{canonical_config(space.source_key(c)) for c in call["task"]} for call in first_call]
+    assert all(len(s) == 1 for s in sources) and len(set().union(*sources)) == 4  # one whole group per task
+    named = [canonical_config(c) for call in first_call if call["ahead"] for c in call["ahead"]]
+    for call in first_call[2:]:  # after one task per worker: each was its predecessor's named successor
+        assert all(canonical_config(c) in named for c in call["task"])
+        assert call["workers"] is not None  # and went to the worker that built it
+    assert set(cluster.pool_starts) == set(cluster.builders) and len(cluster.pool_starts) == 2
+    assert set(cluster.pool_starts.values()) == {1}, cluster.pool_starts
+    assert len(recording.calls) >= 6  # several tasks per worker, one pool each

@@ -7,9 +7,11 @@ user for `dask worker`) selects it, and it offers the resource `opencl=1`, which
 for, so a worker runs one measurement at a time and only device workers get them.
 
 A task is a few configurations that share OpenCL sources; the worker measures them with the
-ordinary engine (engine.Measurer: builds on the worker, where the device is, in parallel
-processes; launches in a watchdogged subprocess, so a hanging kernel is a `timeout` record and
-the worker goes on) into a store in memory, and returns the records. A task carries a few KB:
+ordinary engine (engine.Measurer: builds on the worker, where the device is, in its own pool of
+builder processes, started once and kept, of its host's cores divided among the device workers
+there; launches in a watchdogged subprocess, so a hanging kernel is a `timeout` record and the
+worker goes on) into a store in memory, and returns the records. Each task names the task that
+will follow it on the same worker, whose sources that pool builds while this one launches. A task carries a few KB:
 the target's inputs only when small; synthetic ones as their recipe, made again once per worker;
 large given ones once per worker (`NeedsArguments`; docs/cluster.md). Only the client writes the
 real store (SQLite, or the shared PostgreSQL store), keyed by configuration, so a task that Dask
@@ -26,22 +28,29 @@ import os
 import pickle
 import re
 import time
-from collections import Counter
+from collections import Counter, deque
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from ..errors import ArgumentError, ImageCLError
 from .engine import MeasureOptions, Measurer, Summary
+from .pipeline import BuildPipeline, builder_count
 from .store import Record, RunKey, Store, canonical_config, settled
 from .target import ProgramTarget
 from .validate import plan_measurements
 
 RESOURCE = "opencl"  # every device worker offers one; every task takes one
 DEVICE_ENV = "IMAGECL_DEVICE"  # the worker's device (runtime/devices.select_device reads it)
-PREBUILD_FROM = 8  # a task of this many configurations builds its sources ahead, in parallel
+# a task's size: about TASK_SECONDS of its worker's measured rate, at most TASK_LIMIT
+# configurations, and FIRST_TASK before the rate is known (its successor's sources are built
+# while it launches, so small tasks keep the builders busy too)
+TASK_SECONDS = 4.0
+TASK_LIMIT = 32
+FIRST_TASK = 4
 # arrays up to this many bytes in all travel with every task; larger ones go to a worker once
 SMALL_ARGUMENTS = 1 << 20
+_RESERVE = object()  # ClusterMeasurer.measure: a task's successor is the queue's next
 _ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$")
 
 
@@ -149,9 +158,10 @@ def open_client(spec: ClusterSpec, devices: Optional[list[int]] = None) -> Itera
         raise ClusterError("a local cluster needs at least one device")
     # a worker starts the engine's measurement and build processes: it must not be a daemon process
     dask.config.set({"distributed.worker.daemon": False})
-    workers = {f"device-{i}": {"cls": Nanny, "options": {
+    # a device named twice gets two workers (they share it: a test of the spread, not a speed-up)
+    workers = {f"device-{i}" + (f".{n}" if n else ""): {"cls": Nanny, "options": {
         "nthreads": 1, "resources": {RESOURCE: 1}, "env": {DEVICE_ENV: str(i)}, "silence_logs": logging.ERROR}}
-        for i in indices}
+        for n, i in ((indices[:k].count(i), i) for k, i in enumerate(indices))}
     cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
                           silence_logs=logging.ERROR)
     try:
@@ -233,6 +243,15 @@ def _worker_measurer(setup: dict) -> Measurer:
                            f"{setup['run'].device} ({setup['run'].driver}): start every worker with "
                            f"{DEVICE_ENV} naming a device of that kind")
     measurer = Measurer(target, None, _MemoryStore(), options=setup["options"])
+    # one pool of builders for the worker's life, its share of this host's cores
+    from distributed import get_worker
+    from distributed.comm import get_address_host
+
+    sharing = setup.get("host_workers", {}).get(get_address_host(get_worker().address), 1)
+    device = measurer.device
+    measurer.pipeline = BuildPipeline(measurer.cache, measurer.device_index, device.name.strip(),
+                                      device.driver_version.strip(),
+                                      workers=builder_count(setup["options"].build_workers, sharing), keep=True)
     # what this worker measures with, for the client to compare with its own (once per target)
     measurer.arguments_digest = arguments_digest(arguments)
     _WORKER_MEASURERS[key] = measurer
@@ -245,19 +264,22 @@ def _hostname_pid() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def measure_task(setup: dict, configs: list[dict], hook: Optional[Callable[[list], None]] = None) -> dict:
-    """Run on a worker: measure `configs` on its device; the records and who measured them."""
+def measure_task(setup: dict, configs: list[dict], hook: Optional[Callable[[list], None]] = None,
+                 ahead: Optional[list[dict]] = None) -> dict:
+    """Run on a worker: measure `configs` on its device (and start building the sources of
+    `ahead`, the task that will follow on this worker); the records and who measured them."""
+    from distributed import get_worker
+
     started = time.time()
     if hook is not None:  # tests: a fault injected where the measurement runs
         hook(configs)
     measurer = _worker_measurer(setup)
     measurer.store = _MemoryStore()
-    # building ahead starts a pool of build processes: worth it for many sources, not for a few
-    measurer.options.prebuild = setup["options"].prebuild and len(configs) >= PREBUILD_FROM
-    summary = measurer.measure(configs)
+    summary = measurer.measure(configs, upcoming=ahead)
     return {"records": list(measurer.store.added.values()), "worker": _hostname_pid(), "run": measurer.run,
             "build_seconds": summary.build_seconds, "notes": list(measurer.notes), "digest": measurer.arguments_digest,
-            "started": started}
+            "started": started, "finished": time.time(), "address": get_worker().address, "builders": measurer.pipeline.workers,
+            "pool_starts": measurer.pipeline.starts}
 
 
 def retime_task(setup: dict, stored: list[Record], configs: list[dict], repeats: int, rounds: int) -> dict:
@@ -299,8 +321,12 @@ class ClusterMeasurer:
         self.measured_by: list[tuple[str, str]] = []  # (canonical configuration, worker) in arrival order
         self.worker_digests: set[str] = set()  # the hashes of the inputs the workers measured with
         self.task_waits: list[float] = []  # seconds from each task's submission to its start on a worker
+        self.pool_starts: dict[str, int] = {}  # per worker (Dask address): its builder pools started so far
+        self.builders: dict[str, int] = {}  # per worker: its builder processes
+        self._busy: dict[str, list[float]] = {}  # per worker: configurations, seconds, tasks (see _count)
         setup = {**self.target.worker_setup(), "run": self.run, "options": self.options, "any_device": any_device,
-                 "digest": arguments_digest(dict(arguments or {})), "synthetic": None}
+                 "digest": arguments_digest(dict(arguments or {})), "synthetic": None,
+                 "host_workers": self._host_workers()}
         setup["arguments"] = dict(arguments or {})  # as given: the worker prepares them, hashes them the same
         # what a worker keeps its measurer for: the target, its arguments and the options
         setup["key"] = hashlib.sha256(pickle.dumps((self.run, setup["digest"], repr(self.options)))).hexdigest()
@@ -330,10 +356,31 @@ class ClusterMeasurer:
         placed = {"workers": [worker], "allow_other_workers": True} if worker else {}
         return self.client.submit(function, setup, *args, resources={RESOURCE: 1}, pure=False, **placed)
 
+    def _device_workers(self) -> list[str]:
+        info = self.client.scheduler_info(n_workers=-1) if _takes_n_workers(self.client) else self.client.scheduler_info()
+        return [a for a, w in info["workers"].items() if w.get("resources", {}).get(RESOURCE, 0) >= 1]
+
+    def _host_workers(self) -> dict[str, int]:
+        """How many device workers each host runs (they share its cores among their builders)."""
+        from distributed.comm import get_address_host
+
+        return dict(Counter(get_address_host(a) for a in self._device_workers()))
+
     @property
     def workers(self) -> int:
-        info = self.client.scheduler_info(n_workers=-1) if _takes_n_workers(self.client) else self.client.scheduler_info()
-        return sum(1 for w in info["workers"].values() if w.get("resources", {}).get(RESOURCE, 0) >= 1)
+        return len(self._device_workers())
+
+    def _count(self, address: str, result: dict, configs: int) -> None:
+        """A worker's result: its builders, and its rate (its first task, which starts its
+        measurement process and builders, counts only until a second one arrives)."""
+        self.pool_starts[address] = result.get("pool_starts", 0)
+        self.builders[address] = result.get("builders", 0)
+        seconds = max(result.get("finished", 0.0) - result.get("started", 0.0), 1e-3)
+        busy = self._busy.get(address)
+        if busy is None or busy[2] == 1:  # its first task, or the second, which replaces the first
+            self._busy[address] = [configs, seconds, 1 if busy is None else 2]
+            return
+        self._busy[address] = [busy[0] + configs, busy[1] + seconds, busy[2] + 1]
 
     def __enter__(self) -> "ClusterMeasurer":
         return self
@@ -350,26 +397,27 @@ class ClusterMeasurer:
     def stored(self, key: Optional[str] = None) -> dict[str, Record]:
         return {canonical_config(r.config): r for r in self.store.records(self.run, key)}
 
-    def _tasks(self, configs: list[dict], summary: Summary) -> list[list[dict]]:
-        """The configurations to measure (invalid ones recorded, stored ones skipped), as tasks
-        of whole source groups, about `chunk` configurations each."""
+    def _groups(self, configs: list[dict], summary: Summary) -> list[list[dict]]:
+        """The configurations to measure (invalid ones recorded, stored ones skipped), as whole
+        source groups (a group shares one build, so it never spans two tasks)."""
         plan = plan_measurements(self.space, configs, self.store.done_keys(self.run, self.options.timeout))
         if plan.invalid:
             self.store.add_many(self.run, plan.invalid)
             summary.statuses["invalid_config"] += len(plan.invalid)
         summary.skipped += plan.skipped
-        groups = plan.groups
-        summary.sources = len(groups)
-        todo = sum(len(g) for g in groups.values())
-        # small enough that every worker gets several (balance, and little to redo when one
-        # dies), large enough that a task's overhead is shared by a few configurations
-        chunk = self.chunk or max(1, min(32, math.ceil(todo / (4 * max(1, self.workers)))))
-        tasks: list[list[dict]] = [[]]
-        for group in groups.values():
-            if tasks[-1] and len(tasks[-1]) + len(group) > chunk:
-                tasks.append([])
-            tasks[-1].extend(group)
-        return [t for t in tasks if t]
+        summary.sources = len(plan.groups)
+        return list(plan.groups.values())
+
+    def _task_size(self, rate: Optional[float], todo: int) -> int:
+        """Configurations for a worker's next task: `chunk` when given; else about TASK_SECONDS
+        of the worker's measured rate (a slow device's tasks stay short, so the run does not end
+        waiting for one), at most TASK_LIMIT; before its rate is known, a first small share."""
+        if self.chunk:
+            return self.chunk
+        share = max(1, min(FIRST_TASK, math.ceil(todo / (4 * max(1, self.workers)))))
+        if rate is None:
+            return share
+        return max(1, min(TASK_LIMIT, round(rate * TASK_SECONDS)))
 
     def measure(self, configs: list[dict],
                 progress: Optional[Callable[[int, int, Summary], None]] = None) -> Summary:
@@ -378,28 +426,55 @@ class ClusterMeasurer:
 
         summary = Summary(total=len(configs))
         start = time.time()
-        tasks = self._tasks(configs, summary)
-        todo = sum(len(t) for t in tasks)
-        # as many tasks in flight as there are workers, the next sent as one finishes: Dask hands
-        # resource-bound tasks to workers ahead of time and blames every task a dead worker held,
-        # so a queue on the workers would make innocent tasks share a deadly one's fate
-        queue = list(tasks)
-        futures: dict[Any, list[dict]] = {}
+        queue = deque(self._groups(configs, summary))
+        todo = sum(len(g) for g in queue)
+        # one task in flight per worker, and the client holds each one's successor: Dask hands
+        # resource-bound tasks to workers ahead of time and blames every task a dead worker
+        # held, so a queue on the workers would make innocent tasks share a deadly one's fate.
+        # The successor travels with its predecessor (`ahead`: the worker's builders start on
+        # its sources) and goes to the same worker as soon as the predecessor's result arrives.
+        futures: dict[Any, list] = {}  # future: [its task, the successor reserved for it, or None]
         submitted: dict[Any, float] = {}
         pending = as_completed()
 
-        def send(task: list[dict], full: bool = False, worker: Optional[str] = None) -> None:
-            future = self._submit(measure_task, task, self.hook, full=full, worker=worker)
-            futures[future] = task
+        def take(worker: Optional[str]) -> Optional[list[dict]]:
+            """The next task from the queue, sized for `worker` (None: not known yet)."""
+            busy = self._busy.get(worker) if worker else None
+            size = self._task_size(busy[0] / busy[1] if busy and busy[1] > 0 else None, todo)
+            task: list[dict] = []
+            while queue and (not task or len(task) + len(queue[0]) <= size):
+                task.extend(queue.popleft())
+            return task or None
+
+        def send(task: list[dict], after: Any = _RESERVE, full: bool = False, worker: Optional[str] = None) -> None:
+            if after is _RESERVE:
+                after = take(worker)
+            future = self._submit(measure_task, task, self.hook, after, full=full, worker=worker)
+            futures[future] = [task, after]
             submitted[future] = time.time()
             pending.add(future)
 
-        for _ in range(min(len(queue), max(1, self.workers))):
-            send(queue.pop(0))
+        def successor(entry: list, worker: Optional[str]) -> Optional[list[dict]]:
+            """What the worker that finished goes on with: its reserved task, else the queue's
+            next, else one reserved for a busier worker (at the end, the fastest takes it)."""
+            if entry[1] is not None:
+                return entry[1]
+            if queue:
+                return take(worker)
+            for other in futures.values():
+                if other[1] is not None:
+                    stolen, other[1] = other[1], None
+                    return stolen
+            return None
+
+        first = [t for t in (take(None) for _ in range(max(1, self.workers))) if t]
+        for task in first:  # every worker busy before any successor is reserved
+            send(task)
         retried: set[int] = set()
         try:
             for future in pending:
-                task = futures[future]
+                entry = futures.pop(future)
+                task, after = entry
                 try:
                     result = future.result()
                 except Exception as exc:  # noqa: BLE001 - a task's failure is its configurations' record
@@ -408,20 +483,25 @@ class ClusterMeasurer:
                     if isinstance(exc, NeedsArguments):
                         # this worker's first task, again with the arrays: it takes this worker's
                         # turn (a task from the queue sent now would find the worker without them)
-                        send(task, full=True, worker=str(exc.args[0]) if exc.args else None)
+                        send(task, after, full=True, worker=str(exc.args[0]) if exc.args else None)
                         continue
-                    if queue:
-                        send(queue.pop(0))
                     if _killed_worker(exc) and id(task) not in retried:
                         # Dask blames every task a dead worker held, the innocent ones queued
                         # behind the deadly one too: each gets a second run before it is recorded
                         retried.add(id(task))
-                        send(task)
+                        send(task, after)
                         continue
+                    following = successor(entry, None)
+                    if following is not None:
+                        send(following)
                     result = {"records": [_failed(config, exc) for config in task], "worker": None}
                 else:
-                    if queue:  # at once: the worker is not idle while this result is stored
-                        send(queue.pop(0))
+                    address = result.get("address")
+                    if address is not None:
+                        self._count(address, result, len(task))
+                    following = successor(entry, address)
+                    if following is not None:  # at once: the worker is not idle while this result is stored
+                        send(following, worker=address)
                 if result.get("digest", self._full_setup["digest"]) != self._full_setup["digest"]:
                     # a silently different input would make every record of this worker wrong
                     raise ClusterError(f"the worker {result['worker']} measures with other inputs than the client's "

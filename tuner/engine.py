@@ -16,6 +16,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import time
@@ -169,17 +170,19 @@ class _Worker:
         self.process, self.conn = None, None
 
     def measure_group(self, configs: list[dict], timeout: float, repeats: Optional[int] = None,
-                      forget: bool = False, censor: Optional[dict] = None):
+                      forget: bool = False, censor: Optional[dict] = None, source: Optional[str] = None):
         """Yield one result per configuration, in order: the worker's, or a timeout / crash record
         (after which a fresh worker takes the rest of the group). `repeats` asks for exactly that
         many timed launches each (re-timing), instead of the worker's adaptive count. `forget`: the
-        worker drops the group's built program afterwards (it is not measured again)."""
+        worker drops the group's built program afterwards (it is not measured again). `source`:
+        the group's generated source (an `.icl` program's), which the worker then takes as is."""
         pending = list(configs)
         while pending:
             if self.process is None:
                 self.start(timeout)
             try:
-                self.conn.send({"configs": pending, "repeats": repeats, "forget": forget, "censor": censor})
+                self.conn.send({"configs": pending, "repeats": repeats, "forget": forget, "censor": censor,
+                                "source": source})
                 while pending:
                     if not self.conn.poll(timeout):
                         self.stop()
@@ -234,6 +237,8 @@ class Measurer:
         self.builds_ahead = bool(ahead)
         self.ahead: Optional[BuildAhead] = None  # started by warm_ahead (a search's start) or the first prefetch
         self._ahead_wait = max(0.0, float(self.options.ahead_wait))
+        # a kept pool of builders (a cluster worker's, reused by every call); None: one per call
+        self.pipeline: Optional[BuildPipeline] = None
         self.worker = _Worker({**self.target.worker_setup(), "device_index": self.device_index,
                                "cache_dir": str(self.cache.directory), "repeats": self.options.repeats,
                                "max_repeats": self.options.max_repeats, "max_spread": self.options.max_spread})
@@ -246,6 +251,8 @@ class Measurer:
 
     def close(self) -> None:
         self.worker.stop()
+        if self.pipeline is not None:
+            self.pipeline.close()
         if self.ahead is not None:
             self.ahead.close()
 
@@ -318,9 +325,11 @@ class Measurer:
         the configuration with canonical key `key`, if given)."""
         return {canonical_config(r.config): r for r in self.store.records(self.run, key)}
 
-    def measure(self, configs: list[dict],
-                progress: Optional[Callable[[int, int, Summary], None]] = None) -> Summary:
-        """Measure `configs` (those already stored are skipped); every result goes to the store."""
+    def measure(self, configs: list[dict], progress: Optional[Callable[[int, int, Summary], None]] = None,
+                upcoming: Optional[list[dict]] = None) -> Summary:
+        """Measure `configs` (those already stored are skipped); every result goes to the store.
+        `upcoming`: configurations a later call will probably measure, whose sources a kept
+        pipeline builds after these (ignored without one)."""
         options, store, run, space, target = self.options, self.store, self.run, self.space, self.target
         summary = Summary(total=len(configs))
         start = time.time()
@@ -347,7 +356,7 @@ class Measurer:
         self._unstored, self._stored_at = [], time.time()
         try:
             if options.prebuild:
-                self._measure_pipelined(groups, summary, start, todo, progress)
+                self._measure_pipelined(groups, summary, start, todo, progress, upcoming)
             else:
                 t = time.time()
                 builds = {k: source_hash(*target.build_input(g[0])) for k, g in groups.items()}
@@ -382,16 +391,22 @@ class Measurer:
         self.counts["ahead_" + (built.status if built is not None else "none")] += 1
 
     def _measure_pipelined(self, groups: dict[str, list[dict]], summary: Summary, start: float, todo: int,
-                           progress) -> None:
+                           progress, upcoming: Optional[list[dict]] = None) -> None:
         """Measure the groups as their sources are built, in parallel, into the build cache
         (pipeline.py); the worker loads each binary from there."""
         options = self.options
         jobs = {k: self.target.build_job(g[0]) for k, g in groups.items()}
+        later = {}
+        if upcoming and self.pipeline is not None:
+            plan = plan_measurements(self.space, upcoming, self.store.done_keys(self.run, options.timeout))
+            later = {k: self.target.build_job(g[0]) for k, g in plan.groups.items() if k not in jobs}
         device = self.device
-        with BuildPipeline(self.cache, self.device_index, device.name.strip(), device.driver_version.strip(),
-                           workers=options.build_workers) as pipeline:
+        kept = self.pipeline is not None
+        pipeline = self.pipeline or BuildPipeline(self.cache, self.device_index, device.name.strip(),
+                                                  device.driver_version.strip(), workers=options.build_workers)
+        with contextlib.nullcontext() if kept else pipeline:
             waited = time.time()
-            for source_key, built in pipeline.results(jobs):
+            for source_key, built in pipeline.results(jobs, later):
                 summary.phases["wait_for_builds"] = summary.phases.get("wait_for_builds", 0.0) + time.time() - waited
                 summary.phases["generate_cpu"] = summary.phases.get("generate_cpu", 0.0) + built.generate_seconds
                 summary.phases["build_cpu"] = summary.phases.get("build_cpu", 0.0) + built.build_seconds
@@ -409,19 +424,20 @@ class Measurer:
                         hashed = source_hash(*self.target.build_input(group[0]))
                     except Exception:  # noqa: BLE001 - the worker records why it cannot be generated
                         pass
-                self._measure_group(group, hashed, summary, start, todo, progress)
+                self._measure_group(group, hashed, summary, start, todo, progress, built.source)
                 waited = time.time()
         summary.build_seconds = summary.phases.get("wait_for_builds", 0.0)
 
     def _measure_group(self, group: list[dict], source: Optional[str], summary: Summary, start: float, todo: int,
-                       progress) -> None:
-        """Measure one source's configurations in the worker; each result goes to the store."""
+                       progress, text: Optional[str] = None) -> None:
+        """Measure one source's configurations in the worker (`text`: their source, generated by
+        a builder); each result goes to the store."""
         t = time.time()
         stored = 0.0
         restarts = self.worker.start_seconds  # a restart (after a hang or a crash) is the "start" phase's
         censor = self.censor.to_message(self.best) if self.censor.factor else None
         for result in self.worker.measure_group(group, self.options.timeout, forget=self.options.prebuild,
-                                                censor=censor):
+                                                censor=censor, source=text):
             config = result["config"]
             audit = result.pop("audit", None)
             if audit is not None:

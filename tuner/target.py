@@ -157,6 +157,10 @@ class ProgramRunner:
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
         return self.program.source_of(self._plan(config)), ()
 
+    def adopt_source(self, config: Mapping[str, int], source: str) -> None:
+        """`source` is this configuration's (a builder generated it from the same program)."""
+        self.program.adopt_source(self._plan(config), source)
+
     def time(self, config: Mapping[str, int], repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
              max_seconds: Optional[float] = None, verify: bool = False, stop_above: Optional[float] = None,
              probe: float = 0.0):
