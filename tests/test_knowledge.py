@@ -296,3 +296,27 @@ def test_within_noise_column_and_tail_counts():
     s = summarize([noisy, slow, best, failed])
     assert (s["tail_cases"], s["tail_within_noise"]) == (3, 1)  # shares .4, .25, 1, .25
     assert s["median_share_of_oracle"] == pytest.approx(0.325)
+
+
+def test_the_default_of_a_store_from_before_the_drivers_choice_is_its_measured_naive_variant():
+    """Stores measured when the naive variant had a 1x1 work-group: the case's default is that
+    record (the current default, the driver's choice, was never measured there), so "x default"
+    and an illegal pick's fallback score against a measured time instead of dropping out."""
+    from pathlib import Path
+
+    import imagecl
+    from imagecl.tuner.knowledge.dataset import measured_default
+    from imagecl.tuner.store import canonical_config
+
+    program = imagecl.load(Path(__file__).resolve().parent.parent / "examples" / "sobel.icl")
+    space = program.space
+    default = space.complete(space.defaults)
+    assert default["wg_x"] == 0 and default["wg_y"] == 0
+    old_naive = {**default, "wg_x": 1, "wg_y": 1}
+    wider_naive = {**default, "wg_x": 4, "wg_y": 2}
+    other = {**default, "wg_x": 1, "wg_y": 1, "px_x": 2}
+    assert measured_default(default, [other, wider_naive, old_naive], program) == canonical_config(old_naive)
+    # measured as it is now: that one
+    assert measured_default(default, [old_naive, default], program) == canonical_config(default)
+    # no naive variant at all: the current default's key (the case has no default time)
+    assert measured_default(default, [other], program) == canonical_config(default)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -141,6 +141,26 @@ def encode(program: Any, device: DeviceFeatures, shape_xyz: tuple[int, ...], con
     return encode_columns(program, space, columns, shape_xyz), default
 
 
+def measured_default(default: Mapping[str, Any], configs: Sequence[Mapping[str, Any]], program: Any) -> str:
+    """The key of the case's default configuration as it was measured. The space's default
+    work-group is now the driver's choice (0); stores from before that hold the naive variant
+    with a 1x1 work-group. Where the current default was not measured, the naive variant
+    measured with the smallest work-group stands in (every other parameter at its default), so
+    that "x default" and an illegal pick's fallback score against what the store has."""
+    key = canonical_config(default)
+    keys = [canonical_config(c) for c in configs]
+    if key in keys:
+        return key
+    from imagecl import choices as ch
+
+    work_group = {p.name for p in program.space.parameters if p.family is ch.WORK_GROUP}
+    naive = [c for c in configs if all(c.get(k) == v for k, v in default.items() if k not in work_group)]
+    if not naive:
+        return key
+    smallest = min(naive, key=lambda c: math.prod(max(1, int(c.get(k, 1))) for k in work_group))
+    return canonical_config(smallest)
+
+
 def assemble(records: Iterable[Record], programs: Mapping[str, Any], devices: Mapping[str, DeviceFeatures]
              ) -> tuple[Dataset, int]:
     """The table of `records` whose program (by program_hash) and device (by name) are known;
@@ -163,7 +183,7 @@ def assemble(records: Iterable[Record], programs: Mapping[str, Any], devices: Ma
         cases.append(case)
         case_rows.append(case_vector(program, device, shape))
         rows, default = encode(program, device, shape, [r.config for r in recs])
-        defaults[i] = canonical_config(default)
+        defaults[i] = measured_default(default, [r.config for r in recs], program)
         enc.append(rows)
         for r in recs:
             case_idx.append(i)
