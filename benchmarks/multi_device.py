@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import itertools
 import json
 import math
 import platform
@@ -45,6 +44,7 @@ import imagecl  # noqa: E402
 from imagecl.errors import ConfigError  # noqa: E402
 from imagecl.bench.split_confirm import confirm  # noqa: E402
 from imagecl.runtime import multidevice, split_tuning, system_model  # noqa: E402
+from imagecl.runtime.system_model import compositions  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -93,19 +93,6 @@ def make_case(name: str, shape: tuple[int, int], rng: np.random.Generator) -> di
     if name == "conway":
         return {"input": (rng.random((h, w)) < 0.4).astype(np.int8)}
     raise ValueError(name)
-
-
-def compositions(count: int, step: float) -> list[list[float]]:
-    """Every split of 1 into `count` multiples of `step`."""
-    units = int(round(1 / step))
-    found = []
-    for cut in itertools.combinations(range(units + count - 1), count - 1):
-        parts, last = [], -1
-        for c in cut + (units + count - 1,):
-            parts.append(c - last - 1)
-            last = c
-        found.append([p / units for p in parts])
-    return found
 
 
 def timed(call, repeats: int) -> dict:

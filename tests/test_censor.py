@@ -113,16 +113,16 @@ def test_a_slow_record_is_exported_as_a_failure_and_imported_back_as_slow(tmp_pa
 def test_the_exhaustive_benchmark_reports_sources_censoring_and_the_audit(tmp_path):
     """benchmarks/exhaustive.py at a small size: a warm-up sample, then the rest with censoring;
     its JSON gives the space's distinct sources, the censored count and the audit."""
-    import importlib.util
+    import subprocess
+    import sys
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "exhaustive.py"
-    spec = importlib.util.spec_from_file_location("exhaustive_benchmark", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "exhaustive.py"
     out = tmp_path / "ex.json"
-    assert module.main(["--program", str(EXAMPLES / "sobel.icl"), "--size", "40x24", "--limit", "16", "--warm", "4",
-                        "--censor", "4", "--audit-every", "1", "--workers", "1", "--db", str(tmp_path / "x.db"),
-                        "--out", str(out)]) == 0
+    done = subprocess.run([sys.executable, str(script), "--program", str(EXAMPLES / "sobel.icl"), "--size", "40x24",
+                           "--limit", "16", "--warm", "4", "--censor", "4", "--audit-every", "1", "--workers", "1",
+                           "--db", str(tmp_path / "x.db"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     assert result["stored"] == 16 == sum(result["statuses"].values()) and result["complete"]
     assert 0 < result["distinct_sources_space"] <= 16

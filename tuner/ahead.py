@@ -25,7 +25,7 @@ from collections import Counter
 from typing import Mapping, Optional
 
 from .buildcache import BuildCache
-from .pipeline import Built, Job, _build_job, _ignore_interrupts, builder_count
+from .pipeline import Built, Job, _build_job, _ignore_interrupts, builder_count, kill_pool
 from .spawn import main_module_hidden
 
 
@@ -119,13 +119,7 @@ class BuildAhead:
         self.futures.clear()
         if pool is None:
             return
-        processes = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            if process.is_alive():
-                process.kill()
-        for process in processes:
-            process.join(5)
+        kill_pool(pool)
 
     def close(self) -> None:
         """Stop the builders (a build under way is not needed any more) and remove the marks."""

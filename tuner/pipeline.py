@@ -119,13 +119,7 @@ class BuildPipeline:
         if pool is None:
             return
         if kill:
-            processes = list((getattr(pool, "_processes", None) or {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                if process.is_alive():
-                    process.kill()
-            for process in processes:
-                process.join(5)
+            kill_pool(pool)
         else:
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -195,6 +189,26 @@ class BuildPipeline:
                     del crashed[name]
                     yield name, Built("left", error="the build process died (the compiler crashed?)")
             pending = crashed
+
+
+def kill_pool(pool: concurrent.futures.ProcessPoolExecutor, seconds: float = 10.0) -> None:
+    """Stop a pool of builders now: queued builds are cancelled and builds under way killed.
+    The pool's own table of processes is kept (shutdown drops the pool's reference to it, and its
+    manager thread may still be adding a process it was starting), and emptied until every
+    process in it is dead."""
+    table = getattr(pool, "_processes", None) or {}
+    seen: dict[int, Any] = {}
+    pool.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + seconds
+    while True:
+        seen.update(dict(table))
+        alive = [p for p in seen.values() if p.is_alive()]
+        if not alive or time.monotonic() > deadline:
+            break
+        for process in alive:
+            process.kill()
+        for process in alive:
+            process.join(1)
 
 
 def _ignore_interrupts() -> None:
