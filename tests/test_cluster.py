@@ -202,6 +202,7 @@ def test_large_given_images_go_to_each_worker_once(tmp_path, client):
     assert len(small.sizes) == 2  # small images go with every task: no round trip for them
 
 
+@pytest.mark.timeout(420)
 @pytest.mark.parametrize("victims", [1, 2])
 def test_workers_killed_mid_run_lose_nothing_and_record_nothing_twice(tmp_path, client, sobel, victims):
     """One worker killed: its task moves to the other. Both: the nannies restart them, and the
@@ -228,6 +229,75 @@ def test_workers_killed_mid_run_lose_nothing_and_record_nothing_twice(tmp_path, 
     assert not problems, "\n".join(problems)
     assert summary.measured == 10
     _two_live_workers(client)  # the nanny restarted it
+
+
+class _KillsEveryWorkerAtTheFirstPin(_Recording):
+    """A client that kills every worker just before it sends the first task pinned to one: the
+    worker named is gone by the time Dask places the task, and no worker is up to take it."""
+
+    def __init__(self, client, pids: dict) -> None:
+        super().__init__(client)
+        self.pids, self.killed = pids, False
+
+    def submit(self, function, *args, **kwargs):
+        if kwargs.get("workers") and not self.killed:
+            for pid in self.pids.values():
+                os.kill(pid, signal.SIGKILL)
+            self.killed = True
+        return super().submit(function, *args, **kwargs)
+
+
+def _loose_tasks(dask_scheduler) -> list:
+    return [str(k) for k, ts in dask_scheduler.tasks.items() if ts.loose_restrictions]
+
+
+@pytest.mark.timeout(300)
+def test_a_task_pinned_to_a_worker_that_is_gone_is_sent_again(tmp_path, client, sobel):
+    """Successors are pinned to their worker, strictly, and sent again unpinned when the worker
+    is gone. Loosely pinned (Dask's allow_other_workers), a task whose worker died while no
+    worker was up stayed unrunnable for ever: Dask never looks at it again (the client hung)."""
+    prog, args = sobel
+    configs = prog.space_for(problem_shape=SHAPE).random(6, seed=21)
+    _two_live_workers(client)
+    killer = _KillsEveryWorkerAtTheFirstPin(client, client.run(os.getpid))
+    with Store(tmp_path / "p.db") as store:
+        cluster = ClusterMeasurer(killer, prog, args, store, chunk=1)
+        summary = cluster.measure(configs)
+        assert client.run_on_scheduler(_loose_tasks) == []
+    assert killer.killed and cluster.sent_again["worker gone"] >= 1, cluster.sent_again
+    assert summary.measured == 6 and summary.statuses == {"ok": 6}, summary.statuses
+    rows = _rows(tmp_path / "p.db")
+    assert len(rows) == 6 and len({k for k, _ in rows}) == 6
+    _two_live_workers(client)
+
+
+def _sleep_once(marker: str, seconds: float):
+    def hook(todo):  # runs on the worker: its first task hangs (in Python, out of the device's watchdog)
+        import os as _os
+        import time as _time
+
+        if not _os.path.exists(marker):
+            open(marker, "w").close()
+            _time.sleep(seconds)
+    return hook
+
+
+@pytest.mark.timeout(180)
+def test_a_task_that_hangs_past_its_limit_is_sent_again_and_the_run_finishes(tmp_path, client, sobel):
+    prog, args = sobel
+    configs = prog.space_for(problem_shape=SHAPE).random(3, seed=23)
+    _two_live_workers(client)
+    with Store(tmp_path / "s.db") as store:
+        cluster = ClusterMeasurer(client, prog, args, store, chunk=1, options=MeasureOptions(timeout=2),
+                                  hook=_sleep_once(str(tmp_path / "slept"), 14.0))
+        cluster.stall_seconds = 8.0  # a one-configuration task: stalled after 8 + 2 x 2 s
+        summary = cluster.measure(configs)
+    assert (tmp_path / "slept").exists()
+    assert summary.statuses == {"ok": 3}, summary.statuses
+    assert any("sent again" in note for note in summary.notes), summary.notes
+    assert cluster.sent_again == {"stalled": 1}
+    rows = _rows(tmp_path / "s.db")
+    assert len(rows) == 3 and len({k for k, _ in rows}) == 3
 
 
 def test_a_hanging_configuration_times_out_on_its_worker_and_the_run_goes_on(tmp_path, client):

@@ -51,7 +51,27 @@ FIRST_TASK = 4
 # arrays up to this many bytes in all travel with every task; larger ones go to a worker once
 SMALL_ARGUMENTS = 1 << 20
 _RESERVE = object()  # ClusterMeasurer.measure: a task's successor is the queue's next
+# how often the client looks for tasks that cannot finish: pinned to a worker that is gone, or
+# out for longer than STALL_SECONDS plus twice the configurations' timeouts (a hung worker)
+WATCH_SECONDS = 2.0
+STALL_SECONDS = 120.0
+# with no device worker for this long (the nannies restart a killed one within a minute), give up
+WORKERLESS_SECONDS = 180.0
 _ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$")
+
+
+@dataclass
+class _InFlight:
+    """A task out on the cluster: its configurations, the successor reserved for its worker,
+    the worker it is pinned to, when it was sent, with the full setup or not, and how often it
+    stalled or was retried after a worker died."""
+    task: list
+    after: Optional[list]
+    worker: Optional[str]
+    sent: float
+    full: bool = False
+    stalls: int = 0
+    retried: bool = False
 
 
 class ClusterError(ImageCLError):
@@ -324,6 +344,9 @@ class ClusterMeasurer:
         self.pool_starts: dict[str, int] = {}  # per worker (Dask address): its builder pools started so far
         self.builders: dict[str, int] = {}  # per worker: its builder processes
         self._busy: dict[str, list[float]] = {}  # per worker: configurations, seconds, tasks (see _count)
+        self._workerless: Optional[float] = None  # since when the cluster has had no device worker
+        self.stall_seconds = STALL_SECONDS  # a task out longer than this plus its timeouts is sent again
+        self.sent_again: Counter = Counter()  # tasks sent again by the client: "worker gone", "stalled"
         setup = {**self.target.worker_setup(), "run": self.run, "options": self.options, "any_device": any_device,
                  "digest": arguments_digest(dict(arguments or {})), "synthetic": None,
                  "host_workers": self._host_workers()}
@@ -350,10 +373,15 @@ class ClusterMeasurer:
         arrays), or the `full` one for a worker that said it lacks them. The setup goes with
         the task, not as scattered data or a task of its own: either makes the tasks depend on
         it, and Dask then hands all of them to workers at once, so a worker's death is blamed
-        on every task it held (and scattered data dies with its workers)."""
+        on every task it held (and scattered data dies with its workers).
+
+        `worker`: the task runs there and nowhere else. Never a loose restriction: when the
+        named worker is gone, Dask places a loosely restricted task on any worker, one without
+        a device included, and one that became unrunnable while no worker was up is never
+        looked at again (the client waited forever); `measure` sends a task whose worker is
+        gone again, unpinned."""
         setup = self._full_setup if full else self._light_setup
-        # the full setup goes back to the `worker` that lacked it (or another, should it be gone)
-        placed = {"workers": [worker], "allow_other_workers": True} if worker else {}
+        placed = {"workers": [worker], "allow_other_workers": False} if worker else {}
         return self.client.submit(function, setup, *args, resources={RESOURCE: 1}, pure=False, **placed)
 
     def _device_workers(self) -> list[str]:
@@ -422,8 +450,6 @@ class ClusterMeasurer:
     def measure(self, configs: list[dict],
                 progress: Optional[Callable[[int, int, Summary], None]] = None) -> Summary:
         """Measure `configs` on the cluster (stored ones skipped); every result goes to the store."""
-        from distributed import as_completed
-
         summary = Summary(total=len(configs))
         start = time.time()
         queue = deque(self._groups(configs, summary))
@@ -433,9 +459,7 @@ class ClusterMeasurer:
         # held, so a queue on the workers would make innocent tasks share a deadly one's fate.
         # The successor travels with its predecessor (`ahead`: the worker's builders start on
         # its sources) and goes to the same worker as soon as the predecessor's result arrives.
-        futures: dict[Any, list] = {}  # future: [its task, the successor reserved for it, or None]
-        submitted: dict[Any, float] = {}
-        pending = as_completed()
+        futures: dict[Any, _InFlight] = {}
 
         def take(worker: Optional[str]) -> Optional[list[dict]]:
             """The next task from the queue, sized for `worker` (None: not known yet)."""
@@ -446,95 +470,160 @@ class ClusterMeasurer:
                 task.extend(queue.popleft())
             return task or None
 
-        def send(task: list[dict], after: Any = _RESERVE, full: bool = False, worker: Optional[str] = None) -> None:
+        def send(task: list[dict], after: Any = _RESERVE, full: bool = False, worker: Optional[str] = None,
+                 stalls: int = 0, retried: bool = False) -> None:
             if after is _RESERVE:
                 after = take(worker)
             future = self._submit(measure_task, task, self.hook, after, full=full, worker=worker)
-            futures[future] = [task, after]
-            submitted[future] = time.time()
-            pending.add(future)
+            futures[future] = _InFlight(task, after, worker, time.time(), full, stalls, retried)
 
-        def successor(entry: list, worker: Optional[str]) -> Optional[list[dict]]:
+        def successor(entry: _InFlight, worker: Optional[str]) -> Optional[list[dict]]:
             """What the worker that finished goes on with: its reserved task, else the queue's
             next, else one reserved for a busier worker (at the end, the fastest takes it)."""
-            if entry[1] is not None:
-                return entry[1]
+            if entry.after is not None:
+                return entry.after
             if queue:
                 return take(worker)
             for other in futures.values():
-                if other[1] is not None:
-                    stolen, other[1] = other[1], None
+                if other.after is not None:
+                    stolen, other.after = other.after, None
                     return stolen
             return None
+
+        def rescue(now: float) -> None:
+            """Tasks that cannot finish go out again: one pinned to a worker that is gone
+            (unpinned now), and one out for longer than its stall limit (a hung worker: once
+            more, then its configurations are recorded as errors)."""
+            alive = set(self._device_workers())
+            if not alive:
+                if now - self._workerless_since(now) > WORKERLESS_SECONDS:
+                    raise ClusterError(f"the cluster has had no device worker for {WORKERLESS_SECONDS:.0f} s "
+                                       "(every worker died and none came back): the configurations not yet "
+                                       "measured are not in the store; run again when the workers are up")
+                return
+            self._workerless = None
+            for future, entry in list(futures.items()):
+                if future.done():  # its result is read on the next turn
+                    continue
+                gone = entry.worker is not None and entry.worker not in alive
+                stalled = now - entry.sent > self.stall_seconds + 2 * self.options.timeout * len(entry.task)
+                if not (gone or stalled):
+                    continue
+                futures.pop(future)
+                future.cancel()
+                self.sent_again["worker gone" if gone else "stalled"] += 1
+                if gone:
+                    send(entry.task, entry.after, full=entry.full, stalls=entry.stalls, retried=entry.retried)
+                    continue
+                note = (f"a task of {len(entry.task)} configuration(s) was not done after "
+                        f"{now - entry.sent:.0f} s on the cluster (a hung worker?)")
+                if entry.stalls == 0:
+                    self._note(f"{note}: sent again")
+                    send(entry.task, entry.after, full=entry.full, stalls=1, retried=entry.retried)
+                    continue
+                self._note(f"{note}, twice: its configurations are recorded as errors")
+                record_result({"records": [_failed(c, TimeoutError(note)) for c in entry.task], "worker": None},
+                              entry)
+                following = successor(entry, None)
+                if following is not None:
+                    send(following)
+
+        def record_result(result: dict, entry: _InFlight) -> None:
+            if result.get("digest", self._full_setup["digest"]) != self._full_setup["digest"]:
+                # a silently different input would make every record of this worker wrong
+                raise ClusterError(f"the worker {result['worker']} measures with other inputs than the client's "
+                                   "(it made the synthetic images again and got other values: another NumPy "
+                                   "version?): run the cluster's workers with the client's NumPy")
+            if "digest" in result:
+                self.worker_digests.add(result["digest"])
+            if "started" in result:
+                self.task_waits.append(result["started"] - entry.sent)
+            if self.options.deadline is not None and time.time() - start > self.options.deadline:
+                summary.stopped_early = True
+            for record in result["records"]:
+                self.store.add(result.get("run") or self.run, record)
+                self.measured_by.append((canonical_config(record.config), result["worker"]))
+                summary.measured += 1
+                summary.statuses[record.status] += 1
+                if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
+                    summary.best_time, summary.best_config = record.time, record.config
+            summary.build_seconds += result.get("build_seconds", 0.0)
+            for note in result.get("notes", []):
+                self._note(note)
+            summary.seconds = time.time() - start
+            if progress is not None:
+                progress(summary.measured, todo, summary)
 
         first = [t for t in (take(None) for _ in range(max(1, self.workers))) if t]
         for task in first:  # every worker busy before any successor is reserved
             send(task)
-        retried: set[int] = set()
+        watched = time.time()
         try:
-            for future in pending:
-                entry = futures.pop(future)
-                task, after = entry
-                try:
-                    result = future.result()
-                except Exception as exc:  # noqa: BLE001 - a task's failure is its configurations' record
-                    if isinstance(exc, ClusterError):
-                        raise
-                    if isinstance(exc, NeedsArguments):
-                        # this worker's first task, again with the arrays: it takes this worker's
-                        # turn (a task from the queue sent now would find the worker without them)
-                        send(task, after, full=True, worker=str(exc.args[0]) if exc.args else None)
+            while futures and not summary.stopped_early:
+                done = self._first_done(list(futures), WATCH_SECONDS)
+                if time.time() - watched >= WATCH_SECONDS:
+                    watched = time.time()
+                    rescue(watched)
+                for future in done:
+                    entry = futures.pop(future, None)
+                    if entry is None:  # sent again by rescue() meanwhile
                         continue
-                    if _killed_worker(exc) and id(task) not in retried:
-                        # Dask blames every task a dead worker held, the innocent ones queued
-                        # behind the deadly one too: each gets a second run before it is recorded
-                        retried.add(id(task))
-                        send(task, after)
-                        continue
-                    following = successor(entry, None)
-                    if following is not None:
-                        send(following)
-                    result = {"records": [_failed(config, exc) for config in task], "worker": None}
-                else:
-                    address = result.get("address")
-                    if address is not None:
-                        self._count(address, result, len(task))
-                    following = successor(entry, address)
-                    if following is not None:  # at once: the worker is not idle while this result is stored
-                        send(following, worker=address)
-                if result.get("digest", self._full_setup["digest"]) != self._full_setup["digest"]:
-                    # a silently different input would make every record of this worker wrong
-                    raise ClusterError(f"the worker {result['worker']} measures with other inputs than the client's "
-                                       "(it made the synthetic images again and got other values: another NumPy "
-                                       "version?): run the cluster's workers with the client's NumPy")
-                if "digest" in result:
-                    self.worker_digests.add(result["digest"])
-                if "started" in result:
-                    self.task_waits.append(result["started"] - submitted[future])
-                if self.options.deadline is not None and time.time() - start > self.options.deadline:
-                    summary.stopped_early = True
-                for record in result["records"]:
-                    self.store.add(result.get("run") or self.run, record)
-                    self.measured_by.append((canonical_config(record.config), result["worker"]))
-                    summary.measured += 1
-                    summary.statuses[record.status] += 1
-                    if record.time is not None and (summary.best_time is None or record.time < summary.best_time):
-                        summary.best_time, summary.best_config = record.time, record.config
-                summary.build_seconds += result.get("build_seconds", 0.0)
-                for note in result.get("notes", []):
-                    if note not in self.notes:
-                        self.notes.append(note)
-                summary.seconds = time.time() - start
-                if progress is not None:
-                    progress(summary.measured, todo, summary)
-                if summary.stopped_early:
-                    break
+                    try:
+                        result = future.result()
+                    except Exception as exc:  # noqa: BLE001 - a task's failure is its configurations' record
+                        if isinstance(exc, ClusterError):
+                            raise
+                        if isinstance(exc, NeedsArguments):
+                            # this worker's first task, again with the arrays: it takes this worker's
+                            # turn (a task from the queue sent now would find the worker without them)
+                            send(entry.task, entry.after, full=True,
+                                 worker=str(exc.args[0]) if exc.args else None, stalls=entry.stalls,
+                                 retried=entry.retried)
+                            continue
+                        if _killed_worker(exc) and not entry.retried:
+                            # Dask blames every task a dead worker held, the innocent ones queued
+                            # behind the deadly one too: each gets a second run before it is recorded
+                            send(entry.task, entry.after, stalls=entry.stalls, retried=True)
+                            continue
+                        following = successor(entry, None)
+                        if following is not None:
+                            send(following)
+                        result = {"records": [_failed(config, exc) for config in entry.task], "worker": None}
+                    else:
+                        address = result.get("address")
+                        if address is not None:
+                            self._count(address, result, len(entry.task))
+                        following = successor(entry, address)
+                        if following is not None:  # at once: the worker is not idle while this result is stored
+                            send(following, worker=address)
+                    record_result(result, entry)
+                    if summary.stopped_early:
+                        break
         finally:
             for future in futures:
                 future.cancel()
         summary.notes = list(self.notes)
         summary.seconds = time.time() - start
         return summary
+
+    def _first_done(self, futures: list, timeout: float) -> list:
+        """The futures among `futures` that are done, waiting at most `timeout` seconds for one."""
+        from distributed import wait
+
+        with self.client.as_current():
+            try:
+                return list(wait(futures, timeout=timeout, return_when="FIRST_COMPLETED").done)
+            except TimeoutError:
+                return []
+
+    def _workerless_since(self, now: float) -> float:
+        if self._workerless is None:
+            self._workerless = now
+        return self._workerless
+
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
 
     def retime(self, configs: list[dict], repeats: int = 15, rounds: int = 5,
                progress: Optional[Callable[[int, int, Any], None]] = None) -> dict[str, Record]:
@@ -544,9 +633,8 @@ class ClusterMeasurer:
         contenders = [stored[k] for k in keys if k in stored]
         try:
             result = self._submit(retime_task, contenders, configs, repeats, rounds).result()
-        except NeedsArguments as exc:
-            result = self._submit(retime_task, contenders, configs, repeats, rounds, full=True,
-                                  worker=str(exc.args[0]) if exc.args else None).result()
+        except NeedsArguments:  # the full setup suits any worker: not pinned to one that may be gone
+            result = self._submit(retime_task, contenders, configs, repeats, rounds, full=True).result()
         updated = {}
         for record in result["records"]:
             key = canonical_config(record.config)
