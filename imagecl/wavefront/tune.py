@@ -19,19 +19,27 @@ from .executor import run_wavefront
 from .split import FIELDS, Split, split_space
 
 
+RETIME_SPREAD = 0.2  # (slowest - fastest) / median of a split's timed runs above which it is timed again
+
+
 @dataclass
 class Measured:
-    seconds: dict = field(default_factory=dict)  # Split -> best seconds
+    seconds: dict = field(default_factory=dict)  # Split -> median seconds of its timed runs
     wrong: list = field(default_factory=list)  # splits whose output differed from the reference
     reference: Optional[np.ndarray] = None
+    spread: dict = field(default_factory=dict)  # Split -> (slowest - fastest) / median of its timed runs
+    once: list = field(default_factory=list)  # splits timed by their warm-up run only (far slower than the best)
 
 
 def measure_splits(program, arguments: Mapping[str, Any], devices: Devices, splits: Sequence[Split],
-                   repeats: int = 2, into: Optional[Measured] = None, deadline: float = float("inf"),
-                   sequential_reference: bool = True) -> Measured:
-    """The best of `repeats` wall-clock times of each split (transfers and launches, not the build),
-    each output compared bit for bit with the sequential run's (computed first when missing), or
-    without `sequential_reference` with the first measured split's."""
+                   repeats: int = 3, into: Optional[Measured] = None, deadline: float = float("inf"),
+                   sequential_reference: bool = True, slower_than: Optional[float] = None) -> Measured:
+    """Each split run once to warm up (its output compared bit for bit with the sequential run's,
+    computed first when missing, or without `sequential_reference` with the first measured
+    split's), then timed `repeats` times (wall clock: transfers and launches, not the build); its
+    time is the median, and a spread over RETIME_SPREAD times it `repeats` times more. With
+    `slower_than` f, a split whose warm-up took over f times the best median so far keeps the
+    warm-up's time (listed in `once`): where it stands is clear, timing it again buys nothing."""
     out = into or Measured()
     if out.reference is None and sequential_reference:
         w, h = _size(program, arguments)
@@ -39,16 +47,25 @@ def measure_splits(program, arguments: Mapping[str, Any], devices: Devices, spli
     for split in splits:
         if split in out.seconds or time.perf_counter() > deadline:
             continue
-        best = float("inf")
-        for _ in range(repeats):
-            result = run_wavefront(program, arguments, split, devices)
-            best = min(best, result.seconds)
+        warm = run_wavefront(program, arguments, split, devices)
         if out.reference is None:
-            out.reference = result.output
-        elif not np.array_equal(result.output, out.reference):
+            out.reference = warm.output
+        elif not np.array_equal(warm.output, out.reference):
             out.wrong.append(split)
-        out.seconds[split] = best
+        best = min(out.seconds.values(), default=None)
+        if slower_than is not None and best is not None and warm.seconds > slower_than * best:
+            out.seconds[split], out.spread[split] = warm.seconds, 0.0
+            out.once.append(split)
+            continue
+        times = [run_wavefront(program, arguments, split, devices).seconds for _ in range(max(1, repeats))]
+        if len(times) > 1 and _spread(times) > RETIME_SPREAD:
+            times += [run_wavefront(program, arguments, split, devices).seconds for _ in range(repeats)]
+        out.seconds[split], out.spread[split] = float(np.median(times)), _spread(times)
     return out
+
+
+def _spread(times: Sequence[float]) -> float:
+    return (max(times) - min(times)) / float(np.median(times))
 
 
 def _size(program, arguments: Mapping[str, Any]) -> tuple[int, int]:
@@ -70,7 +87,7 @@ def neighbours(split: Split, candidates: Sequence[Split]) -> list[Split]:
 
 
 def tune_split(program, arguments: Mapping[str, Any], devices: Devices, budget: int,
-               training: Optional[str] = None, repeats: int = 2) -> tuple[Split, Measured, list[Split]]:
+               training: Optional[str] = None, repeats: int = 3) -> tuple[Split, Measured, list[Split]]:
     """(best split, what was measured, the model's ranking or []) within `budget` measurements."""
     from . import model
 
