@@ -25,6 +25,7 @@ CPU's cores, when the training file does not say them, are the count that fits b
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
@@ -51,7 +52,7 @@ TERMS = (
     "swap",  # halo swaps between GPUs
     "swap_bytes",  # bytes of the halo swaps
 )
-CPU_UNITS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+CPU_UNITS = tuple(range(1, 17)) + (20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128)
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,14 @@ def _diagonal_lengths(d: np.ndarray, width: int, height: int) -> np.ndarray:
     return np.minimum.reduce([d, np.full_like(d, width - 1), np.full_like(d, height - 1), width + height - 2 - d]) + 1
 
 
+@functools.lru_cache(maxsize=4096)
 def _band_points(lo: int, hi: int, width: int, height: int) -> float:
     if hi < lo:
         return 0.0
     return float(_diagonal_lengths(np.arange(lo, hi + 1), width, height).sum())
 
 
+@functools.lru_cache(maxsize=4096)
 def _tile_diagonals(tile: int, dlo: int, dhi: int, width: int, height: int):
     """(tiles on each launched diagonal of tiles, the share of a tile's points inside [dlo, dhi])
     as executor._cpu_tiles launches them."""
@@ -90,20 +93,25 @@ def _tile_diagonals(tile: int, dlo: int, dhi: int, width: int, height: int):
     a = np.clip(dlo - t * tile, 0, 2 * tile - 1)
     b = np.clip(dhi - t * tile + 1, 0, 2 * tile - 1)
     share = (prefix[b] - prefix[a]) / float(tile * tile)
+    counts.flags.writeable = share.flags.writeable = False  # cached: shared by every caller
     return counts, share
 
 
-def _cpu_phase(terms: dict, tile: int, dlo: int, dhi: int, inst: Instance, cpu_units: int) -> None:
+def _cpu_phase(terms: dict, tile: int, dlo: int, dhi: int, inst: Instance, cpu_units: int,
+               parts: Optional[list] = None) -> None:
     counts, share = _tile_diagonals(tile, dlo, dhi, inst.width, inst.height)
     # a tile larger than the grid visits only the grid's points (the kernel's loop bounds are the tile's,
     # but its test is cheap next to the points it computes; the grid bounds the work)
     area = float(min(tile, inst.width) * min(tile, inst.height))
-    path = np.ceil(counts / cpu_units) * area
     terms["cpu_launch"] += len(counts)
+    terms["cpu_total_work"] += float((counts * area * share).sum()) * inst.work
+    if parts is not None:  # the critical path's terms are left to the caller (fit_terms: for every core count)
+        parts.append((counts, area, share))
+        return
+    path = np.ceil(counts / cpu_units) * area
     terms["cpu_path_work"] += float((path * share).sum()) * inst.work
     terms["cpu_path_bytes"] += float((path * share).sum()) * inst.data
     terms["cpu_path_visits"] += float(path.sum())
-    terms["cpu_total_work"] += float((counts * area * share).sum()) * inst.work
 
 
 def _gpu_launches(tile: int, dlo: int, dhi: int, width: int, height: int) -> int:
@@ -113,8 +121,9 @@ def _gpu_launches(tile: int, dlo: int, dhi: int, width: int, height: int) -> int
     return len(counts)
 
 
-def basis(split: Split, inst: Instance, cpu_units: int) -> dict[str, float]:
-    """The counts each fitted cost multiplies, for `split` on `inst`."""
+def basis(split: Split, inst: Instance, cpu_units: int, parts: Optional[list] = None) -> dict[str, float]:
+    """The counts each fitted cost multiplies, for `split` on `inst` (with `parts`, a list, the CPU's
+    critical path is left out and its tile diagonals appended to it instead)."""
     w, h = inst.width, inst.height
     terms = dict.fromkeys(TERMS, 0.0)
     terms["run"] = 1.0
@@ -123,13 +132,13 @@ def basis(split: Split, inst: Instance, cpu_units: int) -> dict[str, float]:
     whole = float(w * h * inst.data)
     boundaries = 0
     if ph.lo > 0:
-        _cpu_phase(terms, split.cpu_tile, 0, min(ph.lo, ph.diagonals) - 1, inst, cpu_units)
+        _cpu_phase(terms, split.cpu_tile, 0, min(ph.lo, ph.diagonals) - 1, inst, cpu_units, parts)
         terms["cpu_copy_bytes"] += whole
     if ph.on_gpu:
         k = split.gpu_count
         boundaries += (ph.lo > 0) + (ph.hi < last)
         if ph.hi < last:
-            _cpu_phase(terms, split.cpu_tile, ph.hi + 1, last, inst, cpu_units)
+            _cpu_phase(terms, split.cpu_tile, ph.hi + 1, last, inst, cpu_units, parts)
             terms["cpu_copy_bytes"] += 2 * whole
         rows = min(h - 1, ph.hi) - max(0, ph.lo - (w - 1)) + 1
         terms["gpu_copy_bytes"] += k * whole + rows * w * inst.data
@@ -189,9 +198,31 @@ def fit_terms(samples: Sequence[tuple[Split, Instance, float]], cpu_units: Optio
     if not samples:
         raise ValueError("no measured splits to fit the wavefront cost model on")
     seconds = np.array([t for _, _, t in samples], dtype=float)
+    # everything but the CPU's critical path once; the critical path for each core count
+    rows, index, counts, areas, shares, works, datas = [], [], [], [], [], [], []
+    for i, (split, inst, _) in enumerate(samples):
+        parts: list = []
+        b = basis(split, inst, 1, parts)
+        rows.append([b[t] for t in TERMS])
+        for c, area, share in parts:
+            index.append(np.full(len(c), i))
+            counts.append(c)
+            areas.append(np.full(len(c), area))
+            shares.append(share)
+            works.append(np.full(len(c), inst.work))
+            datas.append(np.full(len(c), float(inst.data)))
+    base = np.array(rows)
+    flat = [np.concatenate(a) if a else np.zeros(0) for a in (index, counts, areas, shares, works, datas)]
+    index, counts, areas, shares, works, datas = flat
+    index = index.astype(int)
+    columns = [TERMS.index(t) for t in ("cpu_path_work", "cpu_path_bytes", "cpu_path_visits")]
     best: Optional[Terms] = None
     for units in ([cpu_units] if cpu_units else CPU_UNITS):
-        X = np.array([_row(s, inst, units) for s, inst, _ in samples]) / seconds[:, None]
+        X = base.copy()
+        path = np.ceil(counts / units) * areas
+        for col, weight in zip(columns, (path * shares * works, path * shares * datas, path)):
+            X[:, col] = np.bincount(index, weights=weight, minlength=len(samples))
+        X /= seconds[:, None]
         scale = np.maximum(np.abs(X).max(axis=0), 1e-300)  # columns of comparable size for nnls
         coef, _ = nnls(X / scale, np.ones(len(samples)), maxiter=50 * X.shape[1])
         coef = coef / scale
@@ -223,13 +254,14 @@ class CostModel:
     def predict(self, features, split: Split) -> float:
         return self.terms.predict(split, Instance(features.width, features.height, features.work, features.data))
 
-    def rank(self, features, candidates: Sequence[Split]) -> list[Split]:
-        legal = legal_splits(candidates, features.width, features.height)
+    def rank(self, features, candidates: Sequence[Split], gpus: Optional[int] = None) -> list[Split]:
+        """The legal candidates (legal_splits), predicted fastest first; ties keep the candidates' order."""
+        legal = legal_splits(candidates, features.width, features.height, gpus)
         times = [self.predict(features, s) for s in legal]
         return [legal[i] for i in np.argsort(times, kind="stable")]
 
-    def choose(self, features, candidates: Sequence[Split]) -> Split:
-        ranked = self.rank(features, candidates)
+    def choose(self, features, candidates: Sequence[Split], gpus: Optional[int] = None) -> Split:
+        ranked = self.rank(features, candidates, gpus)
         if not ranked:
             raise ValueError("no legal wavefront split among the candidates")
         return ranked[0]
