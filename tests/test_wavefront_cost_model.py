@@ -183,3 +183,27 @@ def test_a_training_file_without_synthetic_instances_is_a_clear_error(tmp_path):
     path.write_text(json.dumps({"instances": [{"kind": "program", "splits": []}]}))
     with pytest.raises(ConfigError, match="no measured synthetic wavefront instance"):
         wm.trained_from(str(path))
+
+
+def test_each_split_is_timed_as_the_median_of_three_runs_after_a_warm_up(monkeypatch):
+    """measure_splits: the warm-up's time is not used; a spread over 20% is timed 3 more times; with
+    slower_than a split whose warm-up is far slower than the best keeps that one time."""
+    from types import SimpleNamespace
+
+    from imagecl.wavefront import tune
+
+    script = {Split(8): [9.0, 1.0, 1.1, 1.05],  # warm-up, then three close runs: median 1.05
+              Split(16): [3.0, 2.0, 3.0, 2.2, 2.1, 2.3, 2.4],  # spread 50%: three more, median of six 2.25
+              Split(32): [7.0],  # warm-up over 3x the best median so far: kept alone
+              Split(64): [3.0, 1.5, 1.4, 1.6]}  # under 3x: timed
+    calls = []
+
+    def fake_run(program, arguments, split, devices):
+        calls.append(split)
+        return SimpleNamespace(seconds=script[split][sum(1 for c in calls if c == split) - 1], output=np.zeros(2))
+
+    monkeypatch.setattr(tune, "run_wavefront", fake_run)
+    measured = tune.measure_splits(None, {}, None, list(script), sequential_reference=False, slower_than=3.0)
+    assert measured.seconds == {Split(8): 1.05, Split(16): pytest.approx(2.25), Split(32): 7.0, Split(64): 1.5}
+    assert measured.once == [Split(32)] and measured.spread[Split(8)] == pytest.approx(0.1 / 1.05)
+    assert [calls.count(s) for s in script] == [4, 7, 1, 4]
