@@ -19,6 +19,9 @@ split's output is compared bit for bit with the sequential run's (a real program
 split's (a synthetic instance's, whose sequential run would take longer than all its splits). The
 input arrays are uploaded before the clock starts; the output's transfers are timed.
 
+`cost_model_profiled` is the cost model calibrated by two alone-profiles of the program itself (its
+predicted best split all on the CPU and all on the GPUs, read from the measurements), as
+`imagecl tune` measures them first; the other models see no measurement of the program.
 Each model's share of the best split is reported twice: as measured, and pooled (splits that run
 the grid the same way, e.g. a band over the whole grid with any CPU tile, taken as one: the
 fastest of their measurements), which older files with such duplicates need.
@@ -34,6 +37,7 @@ import time
 from pathlib import Path
 
 import imagecl
+from imagecl.wavefront import cost_model as cm
 from imagecl.wavefront import model as wm
 from imagecl.wavefront.api import sequential
 from imagecl.wavefront.devices import wavefront_devices
@@ -87,12 +91,25 @@ def measure_instance(name, program, arguments, width, height, devices, grid, dea
     return record
 
 
-def _judge(model, record) -> dict:
+PROFILED = "cost_model_profiled"  # the cost model calibrated by the program's all-CPU and all-GPU runs
+MODELS = (wm.COST_MODEL, PROFILED) + wm.PERF_MODELS + (wm.SEED_MODEL,)
+
+
+def _make(name: str):
+    return wm.make(wm.COST_MODEL if name == PROFILED else name)
+
+
+def _judge(model, record, profiled: bool = False) -> dict:
     """The model's split for `record` and its shares of the best (as measured, pooled, and the best
-    of the model's first three distinct executions, pooled: what the live tuner measures first)."""
+    of the model's first three distinct executions, pooled: what the live tuner measures first).
+    `profiled`: the cost model calibrated first by the record's own measurements of its two
+    alone-profiles (cost_model.profile_splits), as a live run would measure them."""
     measured = {Split.of(s): t for s, t in record["splits"]}
     w, h = record["width"], record["height"]
     features = wm.Features(w, h, record["work"], record["data"])
+    if profiled:
+        profiles = cm.profile_splits(model, features, list(measured))
+        model = cm.calibrated(model, features, {s: measured[s] for s in profiles})
     choice = model.choose(features, list(measured))
     row = {"name": record["name"], "width": w, "split": choice.as_config(), "share": wm.share(choice, measured),
            "share_pooled": wm.pooled_share(choice, measured, w, h)}
@@ -126,8 +143,8 @@ def evaluate(records, models):
         if len(train) < 2:
             break
         started = time.perf_counter()
-        model = wm.make(name).fit(train)
-        out[name] = _summary([_judge(model, r) for r in real], time.perf_counter() - started)
+        model = _make(name).fit(train)
+        out[name] = _summary([_judge(model, r, name == PROFILED) for r in real], time.perf_counter() - started)
     return out
 
 
@@ -141,8 +158,8 @@ def cross_validate(records, models, folds=4):
         started = time.perf_counter()
         rows = []
         for k in range(folds):
-            model = wm.make(name).fit([r for i, r in enumerate(train) if i % folds != k])
-            rows += [_judge(model, r) for i, r in enumerate(train) if i % folds == k]
+            model = _make(name).fit([r for i, r in enumerate(train) if i % folds != k])
+            rows += [_judge(model, r, name == PROFILED) for i, r in enumerate(train) if i % folds == k]
         out[name] = _summary(rows, time.perf_counter() - started)
     return out
 
@@ -277,12 +294,12 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="benchmarks/results/wavefront_split.json")
     parser.add_argument("--quick", action="store_true", help="a small grid (for a test on PoCL)")
     parser.add_argument("--time-limit", type=float, default=300.0, help="seconds of measuring (default 300)")
-    parser.add_argument("--models", default=",".join((wm.COST_MODEL,) + wm.PERF_MODELS + (wm.SEED_MODEL,)))
+    parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--from", dest="source", default=None, metavar="FILE",
                         help="evaluate the models on a stored output of this script (no device)")
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(",") if m]
-    unknown = sorted(set(models) - {wm.COST_MODEL, wm.SEED_MODEL, *wm.PERF_MODELS})
+    unknown = sorted(set(models) - set(MODELS))
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}")
     if args.source:

@@ -207,3 +207,46 @@ def test_each_split_is_timed_as_the_median_of_three_runs_after_a_warm_up(monkeyp
     assert measured.seconds == {Split(8): 1.05, Split(16): pytest.approx(2.25), Split(32): 7.0, Split(64): 1.5}
     assert measured.once == [Split(32)] and measured.spread[Split(8)] == pytest.approx(0.1 / 1.05)
     assert [calls.count(s) for s in script] == [4, 7, 1, 4]
+
+
+def test_two_alone_profiles_calibrate_the_model_to_a_program_slower_on_the_cpu_than_its_features_say():
+    """A program whose CPU side costs 3x what the synthetic system predicts (e.g. its memory
+    traffic): zero-shot the model keeps it on the CPU; after measuring its predicted best split
+    all on the CPU and all on the GPU it predicts both exactly and picks the true best split."""
+    model = wm.make(wm.COST_MODEL).fit(records())
+    slow_cpu = {t: c * 3 if t in cm.CPU_TERMS else c for t, c in KNOWN.items()}
+    dim, work = 512, 3e-8
+    inst, features = cm.Instance(dim, dim, work, 4), wm.Features(dim, dim, work, 4)
+    candidates = split_space(dim, dim, 1, **GRID)
+    truth = {s: known_time(s, inst, slow_cpu) for s in candidates}
+    plain = model.choose(features, candidates)
+    assert wm.share(plain, truth) < 0.5 and plain.gpu_count == 0
+    profiles = cm.profile_splits(model, features, candidates)
+    assert [s.gpu_count for s in profiles] == [0, 1] and cm.all_on_gpus(profiles[1], dim, dim)
+    fitted = cm.calibrated(model, features, {s: truth[s] for s in profiles})
+    for s in profiles:
+        assert fitted.predict(features, s) == pytest.approx(truth[s], rel=1e-3)
+    assert wm.share(fitted.choose(features, candidates), truth) == pytest.approx(1.0)
+
+
+def test_the_live_tuner_measures_the_two_profiles_first_then_the_calibrated_ranking(tmp_path, monkeypatch):
+    from imagecl.runtime.devices import select_device
+    from imagecl.wavefront.devices import Devices
+    from imagecl.wavefront.tune import tune_split
+
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"grid": {"cpu_tiles": [4, 8], "gpu_tiles": [1, 4], "halos": [1]},
+                                "instances": records(dims=(32, 64), works=(1e-9, 1e-6), datas=(4,))}))
+    monkeypatch.setattr(wm, "work_per_point", lambda *a, **k: 1e-7)
+    prog = imagecl.load(EXAMPLES / "lcs.icl")
+    args = wm.instance_arguments(prog, 20, 16, {})
+    device = select_device(None)
+    devices = Devices(device, (device,))
+    best, measured, ranked = tune_split(prog, args, devices, budget=4, training=str(path), repeats=1)
+    trained, grid = wm.trained_from(str(path))
+    features = wm.Features(20, 16, 1e-7, 4)
+    profiles = cm.profile_splits(trained, features, wm.candidates(20, 16, 1, grid))
+    assert len(profiles) == 2 and list(measured.seconds)[:2] == profiles
+    assert ranked == cm.calibrated(trained, features, {s: measured.seconds[s] for s in profiles}).rank(
+        features, wm.candidates(20, 16, 1, grid))
+    assert ranked[0] in measured.seconds and len(measured.seconds) == 4 and not measured.wrong

@@ -267,6 +267,55 @@ class CostModel:
         return ranked[0]
 
 
+CPU_TERMS = tuple(t for t in TERMS if t.startswith("cpu_"))
+GPU_TERMS = tuple(t for t in TERMS if t.startswith("gpu_") or t.startswith("swap"))
+SCALE_LIMITS = (0.2, 5.0)  # a profile moves its side's costs at most this far: one run is one sample
+
+
+def all_on_cpu(split: Split) -> bool:
+    return split.gpu_count == 0
+
+
+def all_on_gpus(split: Split, width: int, height: int) -> bool:
+    ph = phases(split, width, height)
+    return split.gpu_count > 0 and ph.lo == 0 and ph.hi == ph.diagonals - 1
+
+
+def profile_splits(model: "CostModel", features, candidates: Sequence[Split], gpus: Optional[int] = None) -> list:
+    """The alone-profiles that calibrate the model to a real program: its predicted fastest split
+    all on the CPU, and all on the GPUs (where a candidate is)."""
+    ranked = model.rank(features, candidates, gpus)
+    cpu = next((s for s in ranked if all_on_cpu(s)), None)
+    gpu = next((s for s in ranked if all_on_gpus(s, features.width, features.height)), None)
+    return [s for s in (cpu, gpu) if s is not None]
+
+
+def calibrated(model: "CostModel", features, profiles: Mapping[Split, float]) -> "CostModel":
+    """The model with its CPU-side costs scaled by a measured all-CPU run's time over its prediction
+    and its GPU-side costs by an all-GPU run's (the run's own cost unscaled): the synthetic
+    instances' system, this program's speed on each side."""
+    cost = dict(model.terms.cost)
+    inst = Instance(features.width, features.height, features.work, features.data)
+    for split, seconds in profiles.items():
+        if all_on_cpu(split):
+            side = CPU_TERMS
+        elif all_on_gpus(split, features.width, features.height):
+            side = GPU_TERMS
+        else:
+            continue
+        b = basis(split, inst, model.terms.cpu_units)
+        fixed = sum(model.terms.cost[t] * b[t] for t in TERMS if t not in side)
+        variable = sum(model.terms.cost[t] * b[t] for t in side)
+        if variable <= 0:
+            continue
+        scale = min(max((seconds - fixed) / variable, SCALE_LIMITS[0]), SCALE_LIMITS[1])
+        for t in side:
+            cost[t] = model.terms.cost[t] * scale
+    out = CostModel(model.seed)
+    out.terms = Terms(cost, model.terms.cpu_units, model.terms.residual)
+    return out
+
+
 def legal_splits(candidates: Sequence[Split], width: int, height: int, gpus: Optional[int] = None) -> list[Split]:
     """The candidates that can run on this grid (with `gpus` GPUs; default: as many as any asks)."""
     from ..errors import ConfigError

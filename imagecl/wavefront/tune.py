@@ -1,7 +1,8 @@
 """Measuring splits, and `imagecl tune` on a wavefront program: the candidates ranked by the
-model (model.py; trained on a benchmark file given with --knowledge, or on
-$IMAGECL_WAVEFRONT_TRAINING) are measured best-first, then the neighbours of the best one, up to
-the budget; each split's output is checked against the sequential run's, and the fastest split
+cost model (cost_model.py; trained on a benchmark file given with --knowledge, or on
+$IMAGECL_WAVEFRONT_TRAINING; calibrated by the program's predicted best split all on the CPU and
+all on the GPUs, measured first) are measured best-first, then the neighbours of the best one, up
+to the budget; each split's output is checked against the sequential run's, and the fastest split
 is recorded for `prog(...)` (imagecl/tuned.py, keyed by the CPU device)."""
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ConfigError
 from .api import sequential
+from .cost_model import CostModel, calibrated, profile_splits
 from .devices import Devices, wavefront_devices
 from .executor import run_wavefront
 from .split import FIELDS, Split, split_space
@@ -103,8 +105,15 @@ def tune_split(program, arguments: Mapping[str, Any], devices: Devices, budget: 
         candidates = model.candidates(width, height, len(devices.gpus), grid) or candidates
         ranked = trained.rank(features, candidates) if hasattr(trained, "rank") else \
             [trained.choose(features, candidates)]
+    measured = Measured()
+    if ranked and isinstance(trained, CostModel) and budget >= 3:
+        # the program's own speed on each side first: its predicted best split all on the CPU and all on
+        # the GPUs, then the cost model calibrated by them ranks the rest
+        profiles = profile_splits(trained, features, candidates)
+        measure_splits(program, arguments, devices, profiles, repeats, into=measured)
+        ranked = calibrated(trained, features, {s: measured.seconds[s] for s in profiles}).rank(features, candidates)
     order = ranked or [Split(cpu_tile=8)] + candidates
-    measured = measure_splits(program, arguments, devices, order[: max(1, budget // 2)], repeats)
+    measure_splits(program, arguments, devices, order[: max(1, budget // 2)], repeats, into=measured)
     while len(measured.seconds) < min(budget, len(candidates)):
         best = min(measured.seconds, key=measured.seconds.get)
         fresh = [c for c in neighbours(best, candidates) if c not in measured.seconds]
