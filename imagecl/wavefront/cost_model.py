@@ -21,12 +21,12 @@ critical path, bytes moved) times a cost per unit fitted on the system (`Terms`)
 
 The costs are fitted by non-negative least squares on the relative error of the predicted times
 (every unit costs something; the split's time is what matters, not its absolute error). The
-CPU's cores, when the training file does not say them, are the count that fits best.
+CPU's cores are the count that fits best (the effective parallelism, which hyper-threads or
+shared memory bandwidth can make differ from the device's compute units).
 """
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
@@ -146,7 +146,7 @@ def basis(split: Split, inst: Instance, cpu_units: int, parts: Optional[list] = 
         g = split.gpu_tile
         if k == 1:
             launches = _gpu_launches(g, ph.lo, ph.hi, w, h)
-            busiest, redundant, swaps, swap_rows = launches, 0.0, 0, 0.0
+            busiest, redundant, swaps = launches, 0.0, 0
         else:
             step = split.halo
             periods = -(-(ph.hi - ph.lo + 1) // step)
@@ -158,8 +158,7 @@ def basis(split: Split, inst: Instance, cpu_units: int, parts: Optional[list] = 
             # diagonal of a period one fewer: (halo - 1) / 2 points a diagonal on average
             redundant = (k - 1) * (ph.hi - ph.lo + 1) * (min(step, narrowest) - 1) / 2.0
             swaps = (periods - 1) * (k - 1)
-            swap_rows = swaps * float(min(h, step + step))
-            terms["swap_bytes"] += swap_rows * step * inst.data
+            terms["swap_bytes"] += swaps * float(min(h, 2 * step)) * step * inst.data
         terms["swap"] += swaps
         terms["gpu_launch_point" if g == 1 else "gpu_launch_tile"] += launches
         steps = busiest * (2 * g - 1) if g > 1 else busiest
@@ -169,11 +168,6 @@ def basis(split: Split, inst: Instance, cpu_units: int, parts: Optional[list] = 
         terms["gpu_points_work"] += (points + redundant) / k * inst.work
     terms["handover"] += boundaries
     return terms
-
-
-def _row(split: Split, inst: Instance, cpu_units: int) -> np.ndarray:
-    b = basis(split, inst, cpu_units)
-    return np.array([b[t] for t in TERMS])
 
 
 @dataclass
@@ -247,8 +241,7 @@ class CostModel:
 
     def fit(self, records: Sequence[Mapping[str, Any]]) -> "CostModel":
         samples = [(Split.of(s), _instance(r), float(t)) for r in records for s, t in r["splits"] if t is not None]
-        units = {r.get("cpu_units") for r in records} - {None}
-        self.terms = fit_terms(samples, int(units.pop()) if len(units) == 1 else None)
+        self.terms = fit_terms(samples)
         return self
 
     def predict(self, features, split: Split) -> float:
