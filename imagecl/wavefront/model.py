@@ -3,7 +3,10 @@ instances' exhaustive measurements (benchmarks/wavefront_split.py writes them).
 
 An instance is described by its size, its work per point (seconds per point of the sequential
 run, calibrated on a small grid: one run, not a search) and its data per point (bytes of an
-output pixel). Two kinds of model are compared:
+output pixel). Three kinds of model are compared:
+
+- the cost model (cost_model.py, the default): the split's time as a sum of the execution's
+  counts (launches, points on the critical path, bytes moved) times costs fitted on the system;
 
 - performance models (`PerfModel`): regress log(seconds / the instance's best seconds) of
   (instance, split) and take the split predicted fastest among the candidates; gradient boosting, a random forest and the tuner's
@@ -27,6 +30,8 @@ from .split import Split, phases, split_space
 
 PERF_MODELS = ("gradient_boosting", "random_forest", "bnn")
 SEED_MODEL = "seed_trees"
+COST_MODEL = "cost_model"
+DEFAULT_MODEL = COST_MODEL  # the prediction of `imagecl tune` and `prog(...)` on a wavefront program
 TRAINING_ENV = "IMAGECL_WAVEFRONT_TRAINING"
 
 
@@ -129,6 +134,10 @@ class SeedTrees:
 
 
 def make(name: str, seed: int = 0):
+    if name == COST_MODEL:
+        from .cost_model import CostModel
+
+        return CostModel(seed=seed)
     return SeedTrees(seed=seed) if name == SEED_MODEL else PerfModel(name, seed)
 
 
@@ -193,11 +202,16 @@ def _trained(path: str, stamp: float, name: str):
 
     with open(path) as f:
         data = json.load(f)
-    records = [r for r in data["instances"] if r.get("kind") == "synthetic"]
+    records = [r for r in data.get("instances", []) if r.get("kind") == "synthetic" and r.get("splits")]
+    if not records:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"{path}: no measured synthetic wavefront instance to train the split model on "
+                          "(a benchmarks/wavefront_split.py output is expected)")
     return make(name).fit(records), data.get("grid", {})
 
 
-def trained_from(path: str, name: str = "gradient_boosting"):
+def trained_from(path: str, name: str = DEFAULT_MODEL):
     """The model `name` trained on the synthetic instances of a benchmark file, and its split grid."""
     return _trained(path, os.stat(path).st_mtime, name)
 
@@ -226,5 +240,18 @@ def predict_installed(program, arguments: Mapping[str, Any], devices, size: tupl
 def share(choice: Split, measured: Mapping[Split, float]) -> float:
     """The best measured time over the chosen split's (1.0: the best split)."""
     return min(measured.values()) / measured[choice]
+
+
+def pooled_share(choice: Split, measured: Mapping[Split, float], width: int, height: int) -> float:
+    """share() with the splits that run the grid the same way (split.same_execution) taken as one,
+    timed by the fastest of their measurements: what the choice is worth without the luck of which
+    of several measurements of one execution it names."""
+    from .split import same_execution
+
+    pooled: dict[tuple, float] = {}
+    for split, seconds in measured.items():
+        key = same_execution(split, width, height)
+        pooled[key] = min(pooled.get(key, math.inf), seconds)
+    return min(pooled.values()) / pooled[same_execution(choice, width, height)]
 
 

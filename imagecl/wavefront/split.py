@@ -111,6 +111,20 @@ def check_for(split: Split, width: int, height: int, gpus: int) -> None:
             raise ConfigError(f"halo {split.halo} is wider than the narrowest GPU strip ({narrowest} columns)")
 
 
+def _all_on_gpus(band: int, width: int, height: int) -> bool:
+    ph = phases(Split(band=band, gpu_count=1), width, height)
+    return ph.lo == 0 and ph.hi == ph.diagonals - 1
+
+
+def same_execution(split: Split, width: int, height: int) -> tuple:
+    """A key equal for splits that run this grid the same way: with the whole grid on the GPUs the
+    CPU tile is never used (measuring such splits apart only measures noise)."""
+    fields = tuple(getattr(split, f) for f in FIELDS)
+    if split.gpu_count > 0 and split.band >= 0 and _all_on_gpus(split.band, width, height):
+        return (0,) + fields[1:]
+    return fields
+
+
 def band_values(width: int, height: int) -> list[int]:
     """-1 (no GPU), then bands covering about 1/8, 1/4, 1/2 and all of the diagonals."""
     d = width + height - 1
@@ -125,7 +139,8 @@ def split_space(width: int, height: int, gpus: int, cpu_tiles=(8, 32, 128), gpu_
                 halos=(1, 4, 16), bands: Optional[list[int]] = None) -> list[Split]:
     """Every canonical split of this grid with up to `gpus` GPUs, each once. The CPU tiles include
     one tile of the whole grid without a GPU: the sequential run, the best split of small or very
-    fine-grained grids (with a GPU band, a sequential CPU part is never worth measuring)."""
+    fine-grained grids (with a GPU band, a sequential CPU part is never worth measuring). A band
+    over the whole grid comes with the first CPU tile only (same_execution)."""
     bands = band_values(width, height) if bands is None else bands
     whole = max(width, height)
     cpu_tiles = sorted({t for t in cpu_tiles if t < whole} | {whole})
@@ -134,6 +149,8 @@ def split_space(width: int, height: int, gpus: int, cpu_tiles=(8, 32, 128), gpu_
             cpu_tiles, bands, gpu_tiles, range(0, gpus + 1), halos):
         if (count > 1 and halo < 1) or (cpu_tile == whole and band >= 0 and count > 0):
             continue
+        if count > 0 and band >= 0 and cpu_tile != cpu_tiles[0] and _all_on_gpus(band, width, height):
+            continue  # no CPU phase: the CPU tile changes nothing, one of them is the split
         split = Split(cpu_tile, band, gpu_tile, count, halo).canonical()
         try:
             check_for(split, width, height, gpus)

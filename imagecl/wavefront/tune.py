@@ -1,7 +1,8 @@
 """Measuring splits, and `imagecl tune` on a wavefront program: the candidates ranked by the
-model (model.py; trained on a benchmark file given with --knowledge, or on
-$IMAGECL_WAVEFRONT_TRAINING) are measured best-first, then the neighbours of the best one, up to
-the budget; each split's output is checked against the sequential run's, and the fastest split
+cost model (cost_model.py; trained on a benchmark file given with --knowledge, or on
+$IMAGECL_WAVEFRONT_TRAINING; calibrated by the program's predicted best split all on the CPU and
+all on the GPUs, measured first) are measured best-first, then the neighbours of the best one, up
+to the budget; each split's output is checked against the sequential run's, and the fastest split
 is recorded for `prog(...)` (imagecl/tuned.py, keyed by the CPU device)."""
 from __future__ import annotations
 
@@ -14,24 +15,33 @@ import numpy as np
 
 from ..errors import ArgumentError, ConfigError
 from .api import sequential
+from .cost_model import CostModel, calibrated, profile_splits
 from .devices import Devices, wavefront_devices
 from .executor import run_wavefront
 from .split import FIELDS, Split, split_space
 
 
+RETIME_SPREAD = 0.2  # (slowest - fastest) / median of a split's timed runs above which it is timed again
+
+
 @dataclass
 class Measured:
-    seconds: dict = field(default_factory=dict)  # Split -> best seconds
+    seconds: dict = field(default_factory=dict)  # Split -> median seconds of its timed runs
     wrong: list = field(default_factory=list)  # splits whose output differed from the reference
     reference: Optional[np.ndarray] = None
+    spread: dict = field(default_factory=dict)  # Split -> (slowest - fastest) / median of its timed runs
+    once: list = field(default_factory=list)  # splits timed by their warm-up run only (far slower than the best)
 
 
 def measure_splits(program, arguments: Mapping[str, Any], devices: Devices, splits: Sequence[Split],
-                   repeats: int = 2, into: Optional[Measured] = None, deadline: float = float("inf"),
-                   sequential_reference: bool = True) -> Measured:
-    """The best of `repeats` wall-clock times of each split (transfers and launches, not the build),
-    each output compared bit for bit with the sequential run's (computed first when missing), or
-    without `sequential_reference` with the first measured split's."""
+                   repeats: int = 3, into: Optional[Measured] = None, deadline: float = float("inf"),
+                   sequential_reference: bool = True, slower_than: Optional[float] = None) -> Measured:
+    """Each split run once to warm up (its output compared bit for bit with the sequential run's,
+    computed first when missing, or without `sequential_reference` with the first measured
+    split's), then timed `repeats` times (wall clock: transfers and launches, not the build); its
+    time is the median, and a spread over RETIME_SPREAD times it `repeats` times more. With
+    `slower_than` f, a split whose warm-up took over f times the best median so far keeps the
+    warm-up's time (listed in `once`): where it stands is clear, timing it again buys nothing."""
     out = into or Measured()
     if out.reference is None and sequential_reference:
         w, h = _size(program, arguments)
@@ -39,16 +49,25 @@ def measure_splits(program, arguments: Mapping[str, Any], devices: Devices, spli
     for split in splits:
         if split in out.seconds or time.perf_counter() > deadline:
             continue
-        best = float("inf")
-        for _ in range(repeats):
-            result = run_wavefront(program, arguments, split, devices)
-            best = min(best, result.seconds)
+        warm = run_wavefront(program, arguments, split, devices)
         if out.reference is None:
-            out.reference = result.output
-        elif not np.array_equal(result.output, out.reference):
+            out.reference = warm.output
+        elif not np.array_equal(warm.output, out.reference):
             out.wrong.append(split)
-        out.seconds[split] = best
+        best = min(out.seconds.values(), default=None)
+        if slower_than is not None and best is not None and warm.seconds > slower_than * best:
+            out.seconds[split], out.spread[split] = warm.seconds, 0.0
+            out.once.append(split)
+            continue
+        times = [run_wavefront(program, arguments, split, devices).seconds for _ in range(max(1, repeats))]
+        if len(times) > 1 and _spread(times) > RETIME_SPREAD:
+            times += [run_wavefront(program, arguments, split, devices).seconds for _ in range(repeats)]
+        out.seconds[split], out.spread[split] = float(np.median(times)), _spread(times)
     return out
+
+
+def _spread(times: Sequence[float]) -> float:
+    return (max(times) - min(times)) / float(np.median(times))
 
 
 def _size(program, arguments: Mapping[str, Any]) -> tuple[int, int]:
@@ -70,7 +89,7 @@ def neighbours(split: Split, candidates: Sequence[Split]) -> list[Split]:
 
 
 def tune_split(program, arguments: Mapping[str, Any], devices: Devices, budget: int,
-               training: Optional[str] = None, repeats: int = 2) -> tuple[Split, Measured, list[Split]]:
+               training: Optional[str] = None, repeats: int = 3) -> tuple[Split, Measured, list[Split]]:
     """(best split, what was measured, the model's ranking or []) within `budget` measurements."""
     from . import model
 
@@ -86,8 +105,15 @@ def tune_split(program, arguments: Mapping[str, Any], devices: Devices, budget: 
         candidates = model.candidates(width, height, len(devices.gpus), grid) or candidates
         ranked = trained.rank(features, candidates) if hasattr(trained, "rank") else \
             [trained.choose(features, candidates)]
+    measured = Measured()
+    if ranked and isinstance(trained, CostModel) and budget >= 3:
+        # the program's own speed on each side first: its predicted best split all on the CPU and all on
+        # the GPUs, then the cost model calibrated by them ranks the rest
+        profiles = profile_splits(trained, features, candidates)
+        measure_splits(program, arguments, devices, profiles, repeats, into=measured)
+        ranked = calibrated(trained, features, {s: measured.seconds[s] for s in profiles}).rank(features, candidates)
     order = ranked or [Split(cpu_tile=8)] + candidates
-    measured = measure_splits(program, arguments, devices, order[: max(1, budget // 2)], repeats)
+    measure_splits(program, arguments, devices, order[: max(1, budget // 2)], repeats, into=measured)
     while len(measured.seconds) < min(budget, len(candidates)):
         best = min(measured.seconds, key=measured.seconds.get)
         fresh = [c for c in neighbours(best, candidates) if c not in measured.seconds]
