@@ -166,6 +166,16 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         each = np.stack([m.predict(X) for m in members])
         return each.mean(axis=0) + self.caution * each.std(axis=0)
 
+    def spread(self, case_vector: np.ndarray, configs: np.ndarray) -> Optional[np.ndarray]:
+        """How much the members disagree on each encoded configuration of the case: the standard
+        deviation of their predicted log times (None where the regressor has no members)."""
+        members = getattr(self.regressor, "estimators_", None)
+        if members is None:
+            return None
+        X = pair_matrix(np.repeat(case_vector[None, :], len(configs), axis=0), configs, self.launch)
+        _, log_scale = self.level.predict(case_vector[None, :])[0]
+        return np.stack([m.predict(X) for m in members]).std(axis=0) * math.exp(log_scale)
+
     def rank(self, case_vector: np.ndarray, configs: np.ndarray, refused: Optional[np.ndarray] = None
              ) -> tuple[np.ndarray, np.ndarray]:
         """Candidate indices fastest first, without predicted failures or `refused` (a mask);
@@ -176,6 +186,14 @@ counts is which configurations are faster, not by how much). `caution`: candidat
             keep &= ~refused
         order = np.flatnonzero(keep)
         return order[np.argsort(seconds[order], kind="stable")], seconds
+
+
+def live_ranker(kind: str = "forest", seed: int = 0, n_jobs: int = 1, target: str = DEFAULT_TARGET,
+                launch: bool = DEFAULT_LAUNCH) -> PairRanker:
+    """The ranker every live consumer trains (`train`, `imagecl tune --knowledge` through
+    fewshot, `imagecl serve`): one recipe, so that a prediction does not depend on which of
+    them made it. `n_jobs` changes only the speed."""
+    return PairRanker(kind, seed, target=target, n_jobs=n_jobs, launch=launch)
 
 
 def _portable_distance(targets: np.ndarray, wanted: np.ndarray) -> np.ndarray:
