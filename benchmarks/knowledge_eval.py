@@ -1,7 +1,8 @@
 """Zero-shot validation of the knowledge models (issue 17; OmniTune's Table 1 schemes).
 
     python benchmarks/knowledge_eval.py --out benchmarks/results/knowledge/eval.json \\
-        [--db extra.db --features extra-features.json ...] [--methods j48,forest,forest/scaled,boosting,...]
+        [--db extra.db --features extra-features.json ...] [--methods j48,forest,forest/scaled,boosting,...] \\
+        [--schemes "leave one device out" --split DEVICE ...]
 
 Loads the knowledge folder benchmarks/results/knowledge (the H100 host's GPU and CPU stores, the
 H200's, the 2-core EPYC's small one; their devices' features; the sources of the 13 examples and
@@ -78,6 +79,8 @@ def main() -> None:
     parser.add_argument("--features", action="append", default=[], help="its device's `imagecl features` JSON")
     parser.add_argument("--methods", default="j48,forest,boosting,bagged_nn")
     parser.add_argument("--schemes", help="comma-separated subset of the scheme names")
+    parser.add_argument("--split", action="append", default=[],
+                        help="only this split (its label: a device, program or size held out; repeatable)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if len(args.db) != len(args.features):
@@ -92,13 +95,15 @@ def main() -> None:
     report = {"date": time.strftime("%Y-%m-%d"), "devices": sorted(devices), "measurements": len(data.keys),
               "ok": int(data.ok.sum()), "cases": len(data.cases), "methods": methods, "schemes": {}}
     wanted = set(args.schemes.split(",")) if args.schemes else None
-    for scheme, splits in schemes(data, synthetic, args.seed).items():
-        if wanted and scheme not in wanted:
-            continue
+    planned = {k: v for k, v in schemes(data, synthetic, args.seed).items() if not wanted or k in wanted}
+    unknown = set(args.split) - {label for splits in planned.values() for label, _, _ in splits}
+    if unknown:
+        parser.error(f"--split: no split of the chosen schemes is named {', '.join(sorted(unknown))}")
+    for scheme, splits in planned.items():
         pooled: dict[str, list] = {}
         done = []
         for label, train, test in splits:
-            if not train or not test:
+            if not train or not test or (args.split and label not in args.split):
                 continue
             for m, results in evaluate_split(data, train, test, methods, args.seed).items():
                 pooled.setdefault(m, []).extend(results)
