@@ -320,3 +320,49 @@ def test_the_default_of_a_store_from_before_the_drivers_choice_is_its_measured_n
     assert measured_default(default, [old_naive, default], program) == canonical_config(default)
     # no naive variant at all: the current default's key (the case has no default time)
     assert measured_default(default, [other], program) == canonical_config(default)
+
+
+def _one_cpu_toy(units: int = 2, programs: int = 12) -> Dataset:
+    """One training CPU (`units` compute units), programs with one feature; the fastest launch
+    has one work-group per compute unit, slower by a factor of two per doubling away from it."""
+    rng = np.random.default_rng(7)
+    groups = [1, 2, 4, 8, 16, 32, 64]
+    features, enc, case, log_time = [], [], [], []
+    for c in range(programs):
+        features.append(_launch_case(units, 8, rng.random()))
+        enc.append(_launch_encodings(groups))
+        case += [c] * len(groups)
+        log_time += [abs(math.log2(g / units)) * math.log(2) + 0.01 * rng.random() for g in groups]
+    n = len(case)
+    return Dataset(cases=list(range(programs)), case_features=np.array(features), config_features=np.vstack(enc),
+                   case=np.array(case), configs=[{} for _ in range(n)], keys=[str(i) for i in range(n)],
+                   status=["ok"] * n, log_time=np.array(log_time), default_key={})
+
+
+def test_relative_launch_hides_absolute_counts_on_cpus_only():
+    cpu, gpu = _launch_case(16, 8, 0.3), _launch_case(16, 8, 0.3, cpu=False)
+    enc = _launch_encodings([64], group_size=32)
+    X = pair_matrix(np.vstack([cpu, gpu]), np.vstack([enc, enc]), relative=True)
+    at = len(cpu)  # the configuration block
+    for name in ("work_groups", "work_items"):
+        assert X[0, at + FIELDS.index(name)] == 0 and X[1, at + FIELDS.index(name)] == enc[0, FIELDS.index(name)]
+    assert X[0, at + FIELDS.index("wg_total")] == 32  # the work-group's shape stays
+    np.testing.assert_allclose(X[:, -len(LAUNCH_FIELDS):], launch_features(np.vstack([cpu, gpu]), np.vstack([enc, enc])))
+    assert PairRanker(relative=True).launch  # relative implies the launch features
+
+
+def test_relative_launch_carries_one_cpus_optimum_per_unit_to_another():
+    """Trained on a single 2-unit CPU, where the absolute and the per-unit work-group counts are
+    the same information: hiding the absolute counts makes a 16-unit CPU get 16 work-groups
+    (one per unit), whatever the seed; with them, these trees copy the training CPU's count."""
+    data = _one_cpu_toy()
+    candidates = _launch_encodings([1, 2, 4, 8, 16, 32, 64])
+    sixteen = _launch_case(16, 8, 0.5)
+    picks: dict[bool, list] = {True: [], False: []}
+    for relative in picks:
+        for seed in range(3):
+            model = PairRanker("forest", seed, target="scaled", launch=True, relative=relative).fit(
+                data, range(len(data.cases)))
+            order, _ = model.rank(sixteen, candidates)
+            picks[relative].append(candidates[order[0], FIELDS.index("work_groups")])
+    assert picks == {True: [16, 16, 16], False: [2, 2, 2]}

@@ -22,8 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import numpy as np
-
 from ..errors import ConfigError, ImageCLError
 from ..features.device import DeviceFeatures
 from ..tuner.store import Record, RunKey, Store, _row, canonical_config, text_hash
@@ -239,13 +237,11 @@ class Knowledge:
         predictions = predict(model, compiled.program, case.device, case.size, top=TOP)
         configs = [p.config for p in predictions]
         spread: list[Optional[float]] = [None] * len(configs)
-        trees = getattr(model.regressor, "estimators_", None)
-        if configs and trees is not None:
+        if configs:
             encoded, _ = encode(compiled.program, case.device, case.size, configs)
-            vector = case_vector(compiled.program, case.device, case.size)
-            X = np.hstack([np.repeat(vector[None, :], len(configs), axis=0), encoded])
-            per_tree = np.array([t.predict(X) for t in trees])
-            spread = [float(s) for s in per_tree.std(axis=0)]
+            found = model.spread(case_vector(compiled.program, case.device, case.size), encoded)
+            if found is not None:
+                spread = [float(s) for s in found]
         return Ranking(version, configs, [p.seconds for p in predictions], spread)
 
     @staticmethod
@@ -415,10 +411,11 @@ class Knowledge:
 
 
 def train_from_store(address: str, kind: str = "forest") -> tuple[Any, dict]:
-    """A PairRanker trained on every record of the store whose program source and device
-    features the store holds; (None, info) when there is nothing to learn from."""
+    """The live tuner's model (`tuner.knowledge.live_ranker`: the same target and features as
+    `imagecl tune --knowledge`) trained on every record of the store whose program source and
+    device features the store holds; (None, info) when there is nothing to learn from."""
     import imagecl
-    from ..tuner.knowledge import PairRanker, assemble, device_from_json
+    from ..tuner.knowledge import assemble, device_from_json, live_ranker
 
     with Store(address) as store:
         sources = store.programs()
@@ -434,7 +431,7 @@ def train_from_store(address: str, kind: str = "forest") -> tuple[Any, dict]:
     info = {"records": len(records), "used": len(records) - skipped, "cases": len(data.cases)}
     if not data.ok.any():
         return None, info
-    return PairRanker(kind).fit(data, range(len(data.cases))), info
+    return live_ranker(kind).fit(data, range(len(data.cases))), info
 
 
 def _meaning(source: str, filename: str) -> Optional[str]:

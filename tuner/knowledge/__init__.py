@@ -14,11 +14,11 @@ from imagecl.features import DeviceFeatures
 from ..store import Record, canonical_config
 from .dataset import PORTABLE_FIELDS, Case, Dataset, assemble, case_vector, device_from_json, encode, \
     limits_from_features
-from .models import DEFAULT_LAUNCH, DEFAULT_TARGET, REGRESSORS, J48Baseline, PairRanker
+from .models import REGRESSORS, J48Baseline, PairRanker, live_ranker
 
 __all__ = ["PORTABLE_FIELDS", "REGRESSORS", "Case", "Dataset", "J48Baseline", "PairRanker", "Prediction",
-           "assemble", "case_vector", "device_from_json", "encode", "limits_from_features", "predict", "seeds",
-           "train"]
+           "assemble", "case_vector", "device_from_json", "encode", "limits_from_features", "live_ranker", "predict",
+           "seeds", "train"]
 
 CANDIDATES = 4096  # valid configurations drawn from a space too large to score whole
 
@@ -31,11 +31,11 @@ class Prediction:
 
 
 def train(records: Iterable[Record], programs: Mapping[str, Any], devices: Mapping[str, DeviceFeatures],
-          kind: str = "forest", seed: int = 0) -> PairRanker:
-    """A ranker trained on every case of `records` (programs by program_hash, devices by name),
-    with the live tuner's target and launch features."""
+          kind: str = "forest", seed: int = 0, n_jobs: int = 1) -> PairRanker:
+    """A ranker trained on every case of `records` (programs by program_hash, devices by name):
+    `live_ranker`, the model of the live tuner and the service."""
     data, _ = assemble(records, programs, devices)
-    return PairRanker(kind, seed, target=DEFAULT_TARGET, launch=DEFAULT_LAUNCH).fit(data, range(len(data.cases)))
+    return live_ranker(kind, seed, n_jobs).fit(data, range(len(data.cases)))
 
 
 def predict(model: PairRanker, program: Any, device: DeviceFeatures, shape_xyz: tuple[int, ...],

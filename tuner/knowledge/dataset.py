@@ -59,10 +59,12 @@ class Dataset:
     def ok(self) -> np.ndarray:
         return np.array([s == "ok" for s in self.status], dtype=bool)
 
-    def pair_features(self, rows: Optional[np.ndarray] = None, launch: bool = False) -> np.ndarray:
-        """Case and configuration features of `rows`; with `launch`, `launch_features` too."""
+    def pair_features(self, rows: Optional[np.ndarray] = None, launch: bool = False,
+                      relative: bool = False) -> np.ndarray:
+        """Case and configuration features of `rows`; with `launch`, `launch_features` too;
+        `relative` as `pair_matrix`'s."""
         rows = np.arange(len(self.case)) if rows is None else rows
-        return pair_matrix(self.case_features[self.case[rows]], self.config_features[rows], launch)
+        return pair_matrix(self.case_features[self.case[rows]], self.config_features[rows], launch, relative)
 
     def portable(self, rows: Optional[np.ndarray] = None) -> np.ndarray:
         rows = np.arange(len(self.case)) if rows is None else rows
@@ -101,11 +103,29 @@ def launch_features(case_rows: np.ndarray, config_rows: np.ndarray) -> np.ndarra
     return out * cpu[:, None]
 
 
-def pair_matrix(case_rows: np.ndarray, config_rows: np.ndarray, launch: bool = False) -> np.ndarray:
+# a launch's absolute counts: on a CPU, `relative` leaves only their per-unit forms (launch_features)
+ABSOLUTE_LAUNCH = ("work_groups", "work_items")
+
+
+def _cpu(case_rows: np.ndarray) -> np.ndarray:
+    offset = case_rows.shape[1] - len(size_names()) - len(_DEVICE)
+    return case_rows[:, offset + _DEVICE.index("is_cpu")] > 0
+
+
+def pair_matrix(case_rows: np.ndarray, config_rows: np.ndarray, launch: bool = False,
+                relative: bool = False) -> np.ndarray:
     """A model's input: case features beside configuration features, row by row; with `launch`,
-    `launch_features` after them."""
-    blocks = [case_rows, config_rows] + ([launch_features(case_rows, config_rows)] if launch else [])
-    return np.hstack(blocks)
+    `launch_features` after them. `relative` (with `launch` implied): on CPUs the absolute
+    work-group and work-item counts are 0, so that trees trained on one CPU can only learn its
+    launch per compute unit and lane, not counts that mean the opposite on a CPU of 8x the cores."""
+    launch = launch or relative
+    extra = [launch_features(case_rows, config_rows)] if launch else []
+    if relative:
+        config_rows = config_rows.copy()
+        cpu = _cpu(case_rows)
+        for name in ABSOLUTE_LAUNCH:
+            config_rows[cpu, _CONFIG.index(name)] = 0.0
+    return np.hstack([case_rows, config_rows] + extra)
 
 
 def limits_from_features(device: DeviceFeatures) -> DeviceLimits:

@@ -116,6 +116,8 @@ def make_ranker(spec: str, seed: int = 0) -> PairRanker:
             kw["target"] = option
         elif option == "launch":
             kw["launch"] = True
+        elif option == "relative":
+            kw["relative"] = True
         elif option.startswith("caution="):
             kw["caution"] = float(option.split("=", 1)[1])
         else:

@@ -31,7 +31,7 @@ from ..store import RunKey, Store
 from ..strategies import Observation
 from . import predict
 from .dataset import Dataset, assemble
-from .models import DEFAULT_LAUNCH, DEFAULT_TARGET, PairRanker
+from .models import DEFAULT_LAUNCH, DEFAULT_TARGET, PairRanker, live_ranker
 from .sources import Knowledge, gather
 
 MODEL_VERSION = 2  # bump when PairRanker's training changes: older cache entries are then not used
@@ -119,7 +119,7 @@ def trained_model(knowledge: Knowledge, kind: str = "forest", seed: int = 0, tar
         return TrainedKnowledge(entry["model"], key, train_seconds=float(entry.get("seconds", 0.0)), cached=True,
                                 **counts)
     start = time.perf_counter()
-    model = PairRanker(kind, seed, target=target, n_jobs=-1, launch=launch).fit(data, range(len(data.cases)))
+    model = live_ranker(kind, seed, n_jobs=-1, target=target, launch=launch).fit(data, range(len(data.cases)))
     seconds = time.perf_counter() - start
     _save(folder, key, {"model": model, "seconds": seconds})
     return TrainedKnowledge(model, key, train_seconds=seconds, cached=False, **counts)

@@ -100,16 +100,19 @@ counts is which configurations are faster, not by how much). `caution`: candidat
     `caution` times their standard deviation (forest only), so that of two candidates predicted
     equally fast the one the trees agree on comes first. `launch`: the regressor and the
     classifier also see `dataset.launch_features` (the launch in the device's own units).
+    `relative`: on CPUs the launch's absolute counts are hidden (`dataset.pair_matrix`).
     `n_jobs`: processes for the trees (the same trees whatever the number)."""
 
+    relative = False  # models pickled before the option have none
+
     def __init__(self, kind: str = "forest", seed: int = 0, target: str = "median", caution: float = 0.0,
-                 n_jobs: int = 1, launch: bool = False) -> None:
+                 n_jobs: int = 1, launch: bool = False, relative: bool = False) -> None:
         if kind not in REGRESSORS:
             raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
         if target not in TARGETS:
             raise ValueError(f"unknown target '{target}' (one of {', '.join(TARGETS)})")
         self.kind, self.seed, self.target, self.caution, self.n_jobs = kind, seed, target, float(caution), n_jobs
-        self.launch = launch
+        self.launch, self.relative = launch or relative, relative
 
     def fit(self, data: Dataset, cases: Sequence[int]) -> "PairRanker":
         from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
@@ -133,8 +136,8 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         else:
             relative = (data.log_time[ok] - np.array([medians[c] for c in data.case[ok]]))
         relative = relative / np.array([scales[c] for c in data.case[ok]])
-        self.regressor = _regressor(self.kind, self.seed, self.n_jobs).fit(data.pair_features(ok, self.launch),
-                                                                           relative)
+        self.regressor = _regressor(self.kind, self.seed, self.n_jobs).fit(
+            data.pair_features(ok, self.launch, self.relative), relative)
         known = sorted(medians)
         self.level = ExtraTreesRegressor(n_estimators=50, min_samples_leaf=1, random_state=self.seed).fit(
             data.case_features[known], np.array([[medians[c], math.log(scales[c])] for c in known]))
@@ -143,14 +146,15 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         if failed.any() and not failed.all():
             self.classifier = ExtraTreesClassifier(n_estimators=80, min_samples_leaf=1, max_features=0.5,
                                                    class_weight="balanced", n_jobs=self.n_jobs, random_state=self.seed
-                                                   ).fit(data.pair_features(rows, self.launch), failed)
+                                                   ).fit(data.pair_features(rows, self.launch, self.relative), failed)
         self.always_fails = bool(failed.all())
         return self
 
     def score(self, case_vector: np.ndarray, configs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Predicted seconds and failure probability of each encoded configuration (rows of
         `configs`) of the case `case_vector`."""
-        X = pair_matrix(np.repeat(case_vector[None, :], len(configs), axis=0), configs, self.launch)
+        X = pair_matrix(np.repeat(case_vector[None, :], len(configs), axis=0), configs, self.launch,
+                        self.relative)
         level, log_scale = self.level.predict(case_vector[None, :])[0]
         seconds = np.exp(self._relative(X) * math.exp(log_scale) + level)
         if self.classifier is not None:
@@ -166,6 +170,17 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         each = np.stack([m.predict(X) for m in members])
         return each.mean(axis=0) + self.caution * each.std(axis=0)
 
+    def spread(self, case_vector: np.ndarray, configs: np.ndarray) -> Optional[np.ndarray]:
+        """How much the members disagree on each encoded configuration of the case: the standard
+        deviation of their predicted log times (None where the regressor has no members)."""
+        members = getattr(self.regressor, "estimators_", None)
+        if members is None:
+            return None
+        X = pair_matrix(np.repeat(case_vector[None, :], len(configs), axis=0), configs, self.launch,
+                        self.relative)
+        _, log_scale = self.level.predict(case_vector[None, :])[0]
+        return np.stack([m.predict(X) for m in members]).std(axis=0) * math.exp(log_scale)
+
     def rank(self, case_vector: np.ndarray, configs: np.ndarray, refused: Optional[np.ndarray] = None
              ) -> tuple[np.ndarray, np.ndarray]:
         """Candidate indices fastest first, without predicted failures or `refused` (a mask);
@@ -176,6 +191,14 @@ counts is which configurations are faster, not by how much). `caution`: candidat
             keep &= ~refused
         order = np.flatnonzero(keep)
         return order[np.argsort(seconds[order], kind="stable")], seconds
+
+
+def live_ranker(kind: str = "forest", seed: int = 0, n_jobs: int = 1, target: str = DEFAULT_TARGET,
+                launch: bool = DEFAULT_LAUNCH) -> PairRanker:
+    """The ranker every live consumer trains (`train`, `imagecl tune --knowledge` through
+    fewshot, `imagecl serve`): one recipe, so that a prediction does not depend on which of
+    them made it. `n_jobs` changes only the speed."""
+    return PairRanker(kind, seed, target=target, n_jobs=n_jobs, launch=launch)
 
 
 def _portable_distance(targets: np.ndarray, wanted: np.ndarray) -> np.ndarray:
