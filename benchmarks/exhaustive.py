@@ -50,7 +50,7 @@ from imagecl.bench.paper_space import paper_space  # noqa: E402
 from imagecl.cli import parse_size  # noqa: E402
 from imagecl.runtime.devices import describe, select_device  # noqa: E402
 from imagecl.runtime.synthetic import synthetic_arguments  # noqa: E402
-from imagecl.tuner.censor import SLOW  # noqa: E402
+from imagecl.tuner.censor import SLOW, SLOWER  # noqa: E402
 from imagecl.tuner.engine import MeasureOptions, Measurer, Summary  # noqa: E402
 from imagecl.tuner.store import Store  # noqa: E402
 from imagecl.tuner.validate import plan_measurements  # noqa: E402
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", default=None,
                         help="build cache folder (default: DB.cache with --db, else a temporary one; new: cold)")
     parser.add_argument("--out", default=None, help="write the summary here as JSON")
-    parser.add_argument("--censor", type=float, default=4.0,
+    parser.add_argument("--censor", type=float, default=SLOWER,
                         help="record a configuration whose checked launch exceeds K x the best so far as 'slow', "
                              "not timed further (default 4; 0: off)")
     parser.add_argument("--audit-every", type=int, default=50,

@@ -5,7 +5,7 @@
 1. Tuning runs as benchmarks/peers.py makes them (imagecl.bench.peers.tune: a fresh store, the
    default strategy, --budget configurations, at most --seconds) for --workloads, each with the
    phase report of tuner/phases.py (worker starts, builds, launches, the slowest configurations).
-   --compare-ahead names workloads tuned a second time without building ahead (tuner/ahead.py).
+   --compare-ahead names workloads tuned a second time without building ahead (tuner/pipeline.py).
 2. --probe: hand-picked configurations of the 3-D convolution (work-group shapes with z, points
    per work-item along z and x, the interior fast path, vector loads, constant filter) measured
    on the full 256^3 problem, with their share of the copy rate: whether the space holds a

@@ -1,4 +1,4 @@
-"""Building a live search's next proposals ahead (tuner/ahead.py) and the run's phase report
+"""Building a live search's next proposals ahead (tuner/pipeline.py) and the run's phase report
 (tuner/phases.py): announcing changes nothing the search measures, the engine takes the builds
 ahead instead of building again in the worker, and the report says where the seconds went."""
 from __future__ import annotations
@@ -12,6 +12,7 @@ import imagecl
 from imagecl.space import DeviceLimits
 from imagecl.tuner.engine import MeasureOptions, Measurer
 from imagecl.tuner.live import LiveProblem
+from imagecl.tuner.pipeline import BuildPipeline
 from imagecl.tuner.phases import describe_phases, phase_report
 from imagecl.tuner.session import SessionOptions, run_session
 from imagecl.tuner.store import Store, canonical_config
@@ -90,6 +91,7 @@ def test_builds_ahead_are_taken_and_give_the_same_records(tmp_path, monkeypatch)
             records[ahead] = {canonical_config(r.config): (r.status, r.source_hash, r.verified)
                               for r in store.records()}
         if ahead:
+            assert type(measurer.builders) is BuildPipeline and measurer.builders.keep  # the one pool
             assert measurer.counts["ahead_built"] == len(configs) and report["ahead"]["counts"]["built"] == 3
             assert report["phases"].get("worker_build", 0.0) == 0.0  # loaded from the builders' binaries
             assert report["phases"]["worker_load"] > 0 and report["ahead"]["build_cpu"] > 0
@@ -116,31 +118,89 @@ def test_the_phase_report_names_where_the_seconds_went():
 def test_a_build_ahead_that_is_late_is_waited_for_less_each_time(tmp_path):
     """A builder far slower than the worker (seen on NVIDIA: 25 s for a source the worker built in
     under 1 s) costs a bounded wait: halved at each late build, down to taking finished ones only."""
-    from collections import Counter
+    import concurrent.futures
+    import time
 
     from imagecl.tuner.engine import Summary
+    from imagecl.tuner.pipeline import BuildPipeline
 
-    class LateBuilds:
-        def __init__(self) -> None:
-            self.counts, self.asked = Counter(), []
-
-        def wait(self, key, seconds):
-            self.asked.append(seconds)
-            self.counts["waited_too_long"] += 1
-            return None
-
-        def close(self) -> None:
-            pass
-
+    assert MeasureOptions().ahead_wait == 2.0  # the first wait, unless told
     prog = imagecl.load(EXAMPLES / "sobel.icl")
     args = {"input": np.zeros((8, 8), np.float32)}
-    with Store(tmp_path / "s.db") as store, \
-            Measurer(prog, args, store, None, MeasureOptions(prebuild=False, build_ahead=False)) as measurer:
-        measurer.ahead = late = LateBuilds()
+    options = MeasureOptions(prebuild=False, build_ahead=True, ahead_wait=0.8)
+    with Store(tmp_path / "s.db") as store, Measurer(prog, args, store, None, options) as measurer:
+        measurer.builders = builders = BuildPipeline.for_search(measurer.cache, 0, "d", "v", wait=options.ahead_wait)
+        asked, waited = [], []
         for _ in range(6):
-            measurer._wait_ahead("source", Summary())
-    assert late.asked == [2.0, 1.0, 0.5, 0.25, 0.0, 0.0]
-    assert measurer.counts["ahead_none"] == 6
+            late = concurrent.futures.Future()
+            late.set_running_or_notify_cancel()  # under way in a builder, never done in time
+            builders._queued["source"] = late
+            asked.append(builders.wait)
+            t = time.perf_counter()
+            assert measurer._take_ahead("source", Summary()) is None
+            waited.append(time.perf_counter() - t)
+    assert asked == [0.8, 0.4, 0.2, 0.0, 0.0, 0.0]
+    assert all(w >= a for w, a in zip(waited, asked)) and sum(waited) < 1.4 + 2.0  # bounded: each as asked
+    assert measurer.counts["ahead_none"] == 6 and builders.counts["waited_too_long"] == 6
+
+
+def test_the_gpu_path_and_the_cluster_path_use_the_one_pool(tmp_path, monkeypatch):
+    """A live search's builds ahead (Measurer.prefetch / take) and a cluster worker's kept pool
+    (tuner/cluster.py measure_task, its successor's sources announced behind its own) are the same
+    BuildPipeline; both hand the builder's source to the measurement worker with the group."""
+    import time
+    import types
+
+    import distributed
+
+    from imagecl.tuner import cluster, engine
+    from imagecl.tuner.pipeline import BuildPipeline
+    from imagecl.tuner.target import ProgramTarget
+
+    monkeypatch.setenv("IMAGECL_CACHE", str(tmp_path / "cache-unused"))
+    handed = []
+    measure_group = engine.Measurer._measure_group
+
+    def recorded(self, group, source, summary, start, todo, progress, text=None):
+        handed.append((self.builds_ahead, text is not None))
+        return measure_group(self, group, source, summary, start, todo, progress, text)
+
+    monkeypatch.setattr(engine.Measurer, "_measure_group", recorded)
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    args = {"input": np.random.default_rng(0).random((24, 40), dtype=np.float32)}
+    configs = prog.space_for(problem_shape=(24, 40)).random(4, seed=3)
+
+    # the GPU path (forced on PoCL): announced, then taken
+    options = MeasureOptions(prebuild=False, build_ahead=True, build_workers=1, cache_dir=tmp_path / "gpu")
+    with Store(tmp_path / "gpu.db") as store, Measurer(prog, args, store, None, options) as measurer:
+        assert measurer.prefetch(configs[:2]) == 2
+        assert type(measurer.builders) is BuildPipeline and measurer.builders.keep and measurer.ahead is measurer.builders
+        deadline = time.time() + 120
+        while not all(f.done() for f in measurer.builders._queued.values()) and time.time() < deadline:
+            time.sleep(0.05)  # built ahead while nothing is measured
+        measurer.measure(configs[:2])
+        assert measurer.builders.counts["built"] == 2 and measurer.counts["ahead_built"] == 2
+    assert handed == [(True, True)] * 2
+
+    # the cluster path: a worker's measurer, as measure_task makes and keeps it
+    handed.clear()
+    monkeypatch.setattr(distributed, "get_worker", lambda: types.SimpleNamespace(address="tcp://127.0.0.1:9"))
+    target = ProgramTarget(prog, args, measurer.device)
+    options = MeasureOptions(build_workers=1, cache_dir=tmp_path / "cluster")
+    setup = {**target.worker_setup(), "run": target.run, "options": options, "any_device": False, "synthetic": None,
+             "digest": cluster.arguments_digest(args), "host_workers": {}, "arguments": args, "key": "one-pool-test"}
+    try:
+        first = cluster.measure_task(setup, configs[:2], ahead=configs[2:])
+        kept = cluster._WORKER_MEASURERS["one-pool-test"]
+        assert type(kept.builders) is BuildPipeline and kept.builders.keep and kept.pipeline is kept.builders
+        assert kept.builders.counts["announced"] == 2  # the successor's sources, behind the task's own
+        second = cluster.measure_task(setup, configs[2:])
+        assert first["pool_starts"] == second["pool_starts"] == 1 and len(second["records"]) == 2
+    finally:
+        for kept in cluster._WORKER_MEASURERS.values():
+            kept.close()
+        cluster._WORKER_MEASURERS.clear()
+    assert len(handed) == 4 and all(h == (False, True) for h in handed)
 
 
 def _union_sample(problem, n, rng):  # sample_matrix's rejection sampling as it was: one union1d per draw

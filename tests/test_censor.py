@@ -86,7 +86,8 @@ def test_the_audit_sample_is_deterministic_and_about_one_in_n():
     picked = [k for k in keys if rule.audited(k)]
     assert 300 < len(picked) < 500 and picked == [k for k in keys if CensorRule(4, 50).audited(k)]
     assert not any(CensorRule(4, 0).audited(k) for k in keys[:100])
-    assert rule.bound(None) is None and rule.bound(0.002) == pytest.approx(0.008) and CensorRule(0).bound(1.0) is None
+    assert rule.bound(None) is None and rule.bound(0.002) == pytest.approx(0.008)
+    assert not CensorRule(0).censors and CensorRule(0).bound(1.0) == pytest.approx(4.0)  # the rule's own K
     for bad in (1, 0.5, -2):
         with pytest.raises(ValueError, match="censoring factor"):
             MeasureOptions(censor=bad)
@@ -176,3 +177,72 @@ def test_an_audited_configuration_reports_its_probe_and_its_full_time(tmp_path):
     assert len(summary.audits) == len(PROBED)
     for audit in summary.audits:
         assert audit.probe is not None and audit.probe > 0 and audit.to_json()["probe_over_median"] > 0
+
+
+# ---- the one "slower than the best" rule, at both of its former call sites in the worker ------------
+
+class ThresholdRunner:
+    """A runner whose every launch takes `seconds` but one in three 3x that (a large spread: a
+    contender is timed again round after round), and which stops after a checked launch over
+    `stop_above` as Session.time does."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.calls = seconds, 0
+
+    def build_input(self, config):
+        return "src", ()
+
+    def time(self, config, repeats=3, warmup=1, read_outputs=True, max_seconds=None, verify=False,
+             stop_above=None, probe=0.0):
+        from imagecl.runtime.timing import Timing
+
+        self.calls += 1
+        timing = Timing([], first=self.seconds if verify else None)
+        if verify and stop_above is not None and self.seconds > stop_above:
+            timing.censored = True
+            return timing
+        timing.times = [self.seconds if i % 3 else 3 * self.seconds for i in range(1, repeats + 1)]
+        return timing
+
+
+BEST = 1e-3
+
+
+@pytest.mark.parametrize("factor", [0.0, 4.0, 8.0])  # censoring off (the rule's own K), on at K=4, on at K=8
+@pytest.mark.parametrize("side", [1 - 1e-6, 1 + 1e-6])  # just under, just over K x the best
+@pytest.mark.parametrize("audit_every", [0, 1])
+def test_one_rule_decides_slow_and_contender_at_the_same_bound(factor, side, audit_every):
+    from imagecl.tuner.censor import SLOWER
+    from imagecl.tuner.worker import _measure_one
+
+    rule = CensorRule(factor, audit_every)
+    k = factor or SLOWER
+    assert rule.k == k and rule.bound(BEST) == pytest.approx(k * BEST)
+    runner = ThresholdRunner(side * k * BEST)
+    result = _measure_one({"x": 1}, runner, None, None, 3, 12, 0.1, {"max_seconds": 100.0}, BEST, censor=rule)
+    over = side > 1
+    if over and factor and not audit_every:  # censored: one checked launch, recorded as slow
+        assert result["status"] == SLOW and result["time"] is None and runner.calls == 1
+        assert result["times"] == [runner.seconds] and result["limit"] == pytest.approx(k * BEST)
+        assert f"over {k:g} x the best" in result["error"]
+        return
+    assert result["status"] == "ok" and result["time"] == pytest.approx(runner.seconds)
+    if over:  # not a contender: one extra round only, whatever its spread
+        assert runner.calls == 2 and len(result["times"]) == 6
+    else:  # a contender: rounds until max_repeats
+        assert runner.calls > 2 and len(result["times"]) >= 12
+    # an audited configuration over the bound is timed fully and its evidence kept
+    assert ("audit" in result) == bool(over and factor and audit_every)
+    if "audit" in result:
+        assert result["audit"]["first"] == runner.seconds and result["audit"]["best"] == BEST
+
+
+def test_the_rule_needs_a_best_and_times_everything_without_one():
+    from imagecl.tuner.worker import _measure_one
+
+    assert CensorRule(4).bound(None) is None and CensorRule(4).bound(float("inf")) is None
+    assert not CensorRule.over(1.0, None) and not CensorRule.over(None, 1.0)
+    runner = ThresholdRunner(1.0)
+    result = _measure_one({"x": 1}, runner, None, None, 3, 12, 0.1, {"max_seconds": 100.0}, float("inf"),
+                          censor=CensorRule(4, 0))
+    assert result["status"] == "ok" and runner.calls > 2  # the first result of a run: a contender

@@ -131,3 +131,61 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_announced_builds_are_taken_replaced_or_left_to_the_worker(tmp_path, monkeypatch):
+    """The ahead half of the one pool: `take` hands over an announced build, None for one never
+    announced; a new announcement drops the old one's builds not started; a crash in a build
+    taken ahead leaves it to the worker and the next announcement starts a fresh pool."""
+    monkeypatch.setattr(pipeline, "_build_job", _counted)
+    with pipeline.BuildPipeline(BuildCache(tmp_path), 0, "d", "v", workers=1, keep=True, wait=60) as builds:
+        assert builds.announce({"a": {}, "b": {}, "c": {}, "e": {}}) == 4
+        assert builds.announce({"a": {}, "d": {}}) == 1  # "a" queued already; "c", "e" at least were not started
+        assert builds.counts["cancelled"] >= 2 and "e" not in builds._queued and "d" in builds._queued
+        assert builds.take("a").status == "built" and builds.take("a") is None  # taken once
+        assert builds.take("never") is None
+        _settle(builds)
+        assert builds.announce({"x": {"crash": True}}) == 1
+        _settle(builds)
+        assert builds.take("x") is None and builds.counts["crashed"] == 1 and builds.pool is None
+        assert builds.announce({"y": {}}) == 1 and builds.starts == 2
+        assert builds.take("y").status == "built"
+        processes = list(builds.pool._processes.values())
+    assert processes and not any(p.is_alive() for p in processes)  # closing kills the kept builders
+    built = [n for n, _ in _builds(tmp_path)]
+    assert built.count("a") == 1 and "e" not in built and "x" not in built
+
+
+def _settle(builds) -> None:
+    """Until every build queued in `builds` is done (or, crashed, has broken the pool)."""
+    deadline = time.time() + 60
+    while not all(f.done() for f in builds._queued.values()) and time.time() < deadline:
+        time.sleep(0.05)
+
+
+def test_building_ahead_needs_a_kept_pool(tmp_path):
+    import pytest
+
+    with pipeline.BuildPipeline(BuildCache(tmp_path), 0, "d", "v", workers=1) as builds:
+        with pytest.raises(ValueError, match="kept pool"):
+            builds.announce({"a": {}})
+        assert builds.pool is None
+
+
+def test_closing_with_builds_ahead_under_way_kills_the_builders(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "_build_job", _sleepy)
+    builds = pipeline.BuildPipeline(BuildCache(tmp_path), 0, "d", "v", workers=2, keep=True)
+    start = time.time()
+    builds.announce({"s1": {}, "s2": {}, "s3": {}})
+    deadline = time.time() + 60
+    while not builds.pool._processes and time.time() < deadline:
+        time.sleep(0.05)
+    processes = list(builds.pool._processes.values())
+    builds.close()
+    assert processes and not any(p.is_alive() for p in processes) and builds.pool is None
+    assert time.time() - start < 30
+
+
+def _sleepy(device, cache_dir, name, job, mark):
+    time.sleep(60)
+    return pipeline.Built("built")

@@ -1,4 +1,11 @@
-"""Censored measurements: a configuration whose checked (verified) launch already takes more than
+"""The measuring worker's one "slower than the best" rule: a launch over K x the best time
+confirmed so far (K = SLOWER, or the run's censoring factor) is slower than the best. It decides
+two things, in `_measure_one` (tuner/worker.py), through `CensorRule.bound` and `CensorRule.over`:
+a configuration whose median is over the bound is not a contender (timed again at most once, its
+order among the slow ones deciding nothing), and, when censoring is on, one whose checked launch
+is over it is recorded as `slow` after that launch.
+
+Censored measurements: a configuration whose checked (verified) launch already takes more than
 `factor` times the best time confirmed so far is recorded as `slow` after that one launch, not
 timed further. Sweeping a whole space, most of the device's time otherwise goes to timing
 configurations that cannot matter (issue 21: the paper's space, 4.7 launches of ~4.4 ms each
@@ -20,11 +27,12 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 SLOW = "slow"
+SLOWER = 4.0  # K: a launch over K x the best so far is slower than the best (unless censoring sets K)
 
 
 @dataclass(frozen=True)
 class CensorRule:
-    factor: float = 0.0  # 0: off
+    factor: float = 0.0  # censoring's K; 0: no censoring (the rule then uses SLOWER)
     audit_every: int = 50  # 0: no audit
     probe: float = 0.0  # > 0: first launch this part of the work-groups; over the bound, censored unchecked
 
@@ -36,11 +44,26 @@ class CensorRule:
         if not 0 <= self.probe < 1:
             raise ValueError(f"the probe is a fraction of the work-groups in [0, 1), got {self.probe!r}")
 
+    @property
+    def k(self) -> float:
+        """The factor over the best above which a launch is slower than the best."""
+        return self.factor or SLOWER
+
+    @property
+    def censors(self) -> bool:
+        return bool(self.factor)
+
     def bound(self, best: Optional[float]) -> Optional[float]:
-        """Seconds above which a checked launch is censored, or None (off, or no best yet)."""
-        if not self.factor or best is None or not 0 < best < float("inf"):
+        """Seconds above which a launch is slower than the best (k x the best), or None (no best yet)."""
+        if best is None or not 0 < best < float("inf"):
             return None
-        return self.factor * best
+        return self.k * best
+
+    @staticmethod
+    def over(seconds: Optional[float], bound: Optional[float]) -> bool:
+        """Whether a launch of `seconds` is over `bound` (the runners stop at the same test: a
+        launch over `stop_above`)."""
+        return bound is not None and seconds is not None and seconds > bound
 
     def audited(self, config_key: str) -> bool:
         """Whether a configuration (its canonical key) is timed fully even when it is slow."""
@@ -89,4 +112,4 @@ class Audit:
                 "probe_over_median": self.probe / self.median if self.probe is not None else None}
 
 
-__all__ = ["SLOW", "CensorRule", "Audit", "slow_fields"]
+__all__ = ["SLOW", "SLOWER", "CensorRule", "Audit", "slow_fields"]

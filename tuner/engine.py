@@ -28,10 +28,9 @@ from typing import Any, Callable, Optional
 from ..errors import ImageCLError
 from ..runtime.isolated import check_timeout
 from ..runtime.timing import Timing
-from .ahead import BuildAhead, ahead_by_default
 from .buildcache import BuildCache
 from .censor import Audit, CensorRule
-from .pipeline import BuildPipeline, source_hash
+from .pipeline import Built, BuildPipeline, ahead_by_default, source_hash
 from .spawn import main_module_hidden
 from .store import Record, Store, canonical_config, settled
 from .target import ProgramTarget, Target, run_key  # noqa: F401 - run_key: part of this module's API
@@ -49,9 +48,9 @@ class MeasureOptions:
     cache_dir: Optional[Path] = None
     prebuild: bool = True
     # prebuild=False (a live search, a few configurations a call): build the sources the search
-    # announces (Measurer.prefetch) ahead in builder processes (ahead.py); None: on a GPU only
+    # announces (Measurer.prefetch) ahead in builder processes (pipeline.py); None: on a GPU only
     build_ahead: Optional[bool] = None
-    # seconds the engine waits for a build ahead under way before the worker builds it itself;
+    # seconds the builders' pool waits for a build ahead under way before the worker builds it itself;
     # halved whenever one is not done in time (a builder on NVIDIA once took 25 s for a source the
     # worker built in under 1 s), down to taking only finished builds
     ahead_wait: float = 2.0
@@ -235,10 +234,10 @@ class Measurer:
         if ahead is None:
             ahead = not self.options.prebuild and ahead_by_default(self.device)
         self.builds_ahead = bool(ahead)
-        self.ahead: Optional[BuildAhead] = None  # started by warm_ahead (a search's start) or the first prefetch
-        self._ahead_wait = max(0.0, float(self.options.ahead_wait))
-        # a kept pool of builders (a cluster worker's, reused by every call); None: one per call
-        self.pipeline: Optional[BuildPipeline] = None
+        # the kept pool of builders (pipeline.py): a live search's builds ahead, started by
+        # warm_ahead (a search's start) or the first prefetch, or a cluster worker's, reused by
+        # every call; None: a pool per call (with prebuild) and nothing built ahead
+        self.builders: Optional[BuildPipeline] = None
         self.worker = _Worker({**self.target.worker_setup(), "device_index": self.device_index,
                                "cache_dir": str(self.cache.directory), "repeats": self.options.repeats,
                                "max_repeats": self.options.max_repeats, "max_spread": self.options.max_spread})
@@ -251,28 +250,41 @@ class Measurer:
 
     def close(self) -> None:
         self.worker.stop()
-        if self.pipeline is not None:
-            self.pipeline.close()
-        if self.ahead is not None:
-            self.ahead.close()
+        if self.builders is not None:
+            self.builders.close()
+
+    @property
+    def pipeline(self) -> Optional[BuildPipeline]:
+        """The kept pool of builders (the name tuner/cluster.py sets it by)."""
+        return self.builders
+
+    @pipeline.setter
+    def pipeline(self, builders: Optional[BuildPipeline]) -> None:
+        self.builders = builders
+
+    @property
+    def ahead(self) -> Optional[BuildPipeline]:
+        """The pool that builds a live search's proposals ahead, if this measurer does (phases.py)."""
+        return self.builders if self.builds_ahead else None
 
     def warm_ahead(self) -> None:
         """Start the builders when building ahead (a search is about to start), so that they are
         ready by its first announcement; a measurer no search announces to starts none."""
-        if self.builds_ahead and self.ahead is None:
-            self.ahead = BuildAhead(self.cache, self.device_index, self.device.name.strip(),
-                                    self.device.driver_version.strip(), workers=self.options.build_workers)
-            self.ahead.warm()
+        if self.builds_ahead and self.builders is None:
+            self.builders = BuildPipeline.for_search(self.cache, self.device_index, self.device.name.strip(),
+                                                     self.device.driver_version.strip(),
+                                                     workers=self.options.build_workers, wait=self.options.ahead_wait)
+            self.builders.warm()
 
     def prefetch(self, configs: list[dict]) -> int:
         """Build the sources of `configs` (a search's next proposals) ahead, when building ahead
-        (ahead.py); those stored or invalid are left out. Returns how many builds were queued."""
+        (pipeline.py); those stored or invalid are left out. Returns how many builds were queued."""
         if not self.builds_ahead or not configs:
             return 0
         self.warm_ahead()
         t = time.time()
         plan = plan_measurements(self.space, configs, self.store.done_keys(self.run, self.options.timeout))
-        queued = self.ahead.announce({k: self.target.build_job(g[0]) for k, g in plan.groups.items()})
+        queued = self.builders.announce({k: self.target.build_job(g[0]) for k, g in plan.groups.items()})
         self._add_phase("announce", time.time() - t)
         return queued
 
@@ -367,8 +379,11 @@ class Measurer:
                     if options.deadline is not None and time.time() - start > options.deadline:
                         summary.stopped_early = True
                         break
-                    self._wait_ahead(source_key, summary)
-                    self._measure_group(group, builds[source_key], summary, start, todo, progress)
+                    built = self._take_ahead(source_key, summary)
+                    # a build ahead is handed over as the pipelined path's are: its source and hash
+                    self._measure_group(group, built.source_hash if built is not None and built.source_hash
+                                        else builds[source_key], summary, start, todo, progress,
+                                        built.source if built is not None else None)
         finally:
             self._store_results(summary)  # also on Ctrl-C or an error: what was measured is kept
             for phase, seconds in summary.phases.items():
@@ -377,18 +392,16 @@ class Measurer:
         summary.seconds = time.time() - start
         return summary
 
-    def _wait_ahead(self, source_key: str, summary: Summary) -> None:
-        """Wait for the source's build ahead, if one is under way, for a while (see
-        MeasureOptions.ahead_wait): the worker builds it itself after that."""
+    def _take_ahead(self, source_key: str, summary: Summary) -> Optional[Built]:
+        """The source's build ahead, if one was announced and is done within the pool's bounded
+        wait (BuildPipeline.take); None: the worker builds it itself."""
         if self.ahead is None:
-            return
+            return None
         t = time.time()
-        late = self.ahead.counts["waited_too_long"]
-        built = self.ahead.wait(source_key, self._ahead_wait)
-        if self.ahead.counts["waited_too_long"] > late:
-            self._ahead_wait = self._ahead_wait / 2 if self._ahead_wait > 0.25 else 0.0
+        built = self.ahead.take(source_key)
         summary.phases["wait_for_ahead"] = summary.phases.get("wait_for_ahead", 0.0) + time.time() - t
         self.counts["ahead_" + (built.status if built is not None else "none")] += 1
+        return built
 
     def _measure_pipelined(self, groups: dict[str, list[dict]], summary: Summary, start: float, todo: int,
                            progress, upcoming: Optional[list[dict]] = None) -> None:
@@ -397,12 +410,12 @@ class Measurer:
         options = self.options
         jobs = {k: self.target.build_job(g[0]) for k, g in groups.items()}
         later = {}
-        if upcoming and self.pipeline is not None:
+        if upcoming and self.builders is not None:
             plan = plan_measurements(self.space, upcoming, self.store.done_keys(self.run, options.timeout))
             later = {k: self.target.build_job(g[0]) for k, g in plan.groups.items() if k not in jobs}
         device = self.device
-        kept = self.pipeline is not None
-        pipeline = self.pipeline or BuildPipeline(self.cache, self.device_index, device.name.strip(),
+        kept = self.builders is not None
+        pipeline = self.builders or BuildPipeline(self.cache, self.device_index, device.name.strip(),
                                                   device.driver_version.strip(), workers=options.build_workers)
         with contextlib.nullcontext() if kept else pipeline:
             waited = time.time()

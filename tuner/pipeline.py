@@ -1,23 +1,34 @@
-"""Building the distinct sources of a measurement on every core while the device runs the built ones.
+"""The builders: one pool of processes that generates and builds sources for a measurement's
+device while the device runs the built ones, used by every path that builds in parallel.
 
 Each builder process generates a source from its job (an `.icl` program's configuration: code
 generation runs in the builders too), builds it for the measurement's device in its own OpenCL
 context and writes the binary, or the compiler's verdict, to the on-disk build cache, where the
 measurement worker picks it up (`launcher.preload`: a program made from NVIDIA's PTX or PoCL's
-binary, much cheaper than a build from source). The engine measures each source's configurations
-as soon as its build is done, in the order the builds finish, while the builders go on with the
-rest.
+binary, much cheaper than a build from source). A `Built` carries the generated source too,
+which the engine hands to the worker with the group (so it is not generated again there).
 
-A builder that crashes (a compiler that aborts) breaks the pool: the jobs its builders were on
-(each writes which, beside the pool) are left to the measurement worker, which builds them itself
-under its watchdog and records what happens; the others go to a fresh pool. A job that times out
-or cannot be generated is left to the worker too. On leaving the `with` block early (an
-exception, Ctrl-C, the deadline) the builders are killed, so none outlives the run.
+One API, two ways of asking:
+- `results(jobs)`: build these now; (name, Built) as each build finishes, so the engine measures
+  each source's configurations as soon as it is built, while the builders go on with the rest
+  (a measurement with `prebuild`).
+- `announce(jobs)` then `take(name)` (a pool made with `keep=True`): build these ahead, in order,
+  while the device runs something else; a later `take` returns a build if it is done within a
+  bounded wait (`wait` seconds, halved at each build that was late: a builder far slower than the
+  worker costs little), else None and the worker builds it now under its watchdog. A new
+  announcement drops the builds of the previous one that have not started. A live search on a GPU
+  announces its next proposals (`Measurer.prefetch`); a cluster worker's `results(jobs, ahead)`
+  announces its successor task's sources behind its own, and the next call takes those under way
+  instead of starting them again.
+A kept pool (a live search's, a Dask worker's: tuner/cluster.py) keeps its builders and their
+OpenCL contexts between calls; otherwise the pool lives for one `results` call.
 
-A pipeline made with `keep=True` (a Dask worker's, tuner/cluster.py) keeps its pool between
-`results` calls, so its builders start once and keep their OpenCL contexts; `results(jobs,
-ahead)` also queues `ahead` (what the next call will probably ask for) behind the jobs, and a
-later call takes the builds already under way instead of starting them again.
+Announcing changes nothing that is measured, nor its order. A builder that crashes (a compiler
+that aborts) breaks the pool: the jobs its builders were on (each writes which, beside the pool)
+are left to the measurement worker, which builds them itself under its watchdog and records what
+happens; the others go to a fresh pool. A job that times out or cannot be generated is left to
+the worker too. On leaving early (an exception, Ctrl-C, the deadline) or `close` the builders are
+killed, so none outlives the run.
 """
 from __future__ import annotations
 
@@ -29,6 +40,7 @@ import signal
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional
@@ -72,21 +84,35 @@ def builder_count(requested: int = 0, sharing: int = 1) -> int:
 
 
 class BuildPipeline:
-    """Builds jobs in a pool of processes; `results` yields (name, Built) as builds finish."""
+    """A pool of builder processes: `results` builds jobs now, `announce` and `take` ahead."""
 
     RETRIES = 1  # pools broken with no job known to be in flight, before the rest is left to the worker
+    AHEAD_MOST = 6  # builders of a live search's pool unless asked for more (see for_search)
 
     def __init__(self, cache: BuildCache, device_index: int, device_name: str, driver: str, workers: int = 0,
-                 timeout: float = 120.0, keep: bool = False) -> None:
+                 timeout: float = 120.0, keep: bool = False, wait: float = 2.0) -> None:
         self.cache = cache
         self.device = (device_index, device_name, driver)
         self.workers = builder_count(workers)
         self.timeout = timeout  # seconds one build may take (the pool's share of it: see results)
         self.keep = keep  # the pool outlives a results() call (see the module docstring)
+        self.wait = max(0.0, float(wait))  # seconds `take` waits for a build under way (halved when late)
         self.pool: Optional[concurrent.futures.ProcessPoolExecutor] = None
         self.starts = 0  # pools started so far
         self._marks: Optional[str] = None  # where each builder writes the job it is on (see _build_job)
         self._queued: dict[str, concurrent.futures.Future] = {}  # kept pool: builds under way or not yet taken
+        # announced, cancelled, waited_too_long, crashed, and per Built status of the builds taken
+        self.counts: Counter = Counter()
+        self.seconds = {"generate_cpu": 0.0, "build_cpu": 0.0}  # the builders', summed over the builds taken
+
+    @classmethod
+    def for_search(cls, cache: BuildCache, device_index: int, device_name: str, driver: str, workers: int = 0,
+                   wait: float = 2.0) -> "BuildPipeline":
+        """A kept pool for a live search's builds ahead: a search announces a handful at a time
+        (a first stage's sample, a walk's next few); more builders than AHEAD_MOST would only add
+        processes creating contexts and compiling at once."""
+        return cls(cache, device_index, device_name, driver, workers or min(builder_count(), cls.AHEAD_MOST),
+                   keep=True, wait=wait)
 
     def __enter__(self) -> "BuildPipeline":
         return self
@@ -97,6 +123,15 @@ class BuildPipeline:
     def close(self) -> None:
         """Kill the builders (a no-op once every result was taken without `keep`)."""
         self._stop(kill=True)
+
+    def warm(self) -> None:
+        """Start a kept pool's builders now (Python, pyopencl, the device's context), while the
+        worker starts and the baseline runs, rather than when the first announcement waits for them."""
+        if self.keep and self.pool is None:
+            pool = self._start(self.workers)
+            with main_module_hidden():
+                for _ in range(self.workers):
+                    pool.submit(_warm, self.device[0])
 
     def _start(self, count: int) -> concurrent.futures.ProcessPoolExecutor:
         if self.pool is not None and not getattr(self.pool, "_broken", False):
@@ -132,10 +167,62 @@ class BuildPipeline:
                 self._queued[name] = future
         return future
 
+    def _drop_unwanted(self, wanted) -> None:
+        """Cancel the builds queued ahead, not started yet, that are not in `wanted` (the plans changed)."""
+        for name, future in list(self._queued.items()):
+            if name not in wanted and future.cancel():
+                del self._queued[name]
+                self.counts["cancelled"] += 1
+
+    def announce(self, jobs: Mapping[str, Job]) -> int:
+        """Build `jobs` (name -> job) ahead, in their order, for a later `take` or `results`; the
+        builds of an earlier announcement not yet started and not in `jobs` are dropped. Returns
+        how many builds were queued (those queued already are not queued again)."""
+        if not self.keep:
+            raise ValueError("building ahead needs a kept pool (keep=True)")
+        self._drop_unwanted(jobs)
+        queued = 0
+        try:
+            pool = self._start(len(jobs))
+            with main_module_hidden():  # the pool starts its processes as jobs are submitted
+                for name, job in jobs.items():
+                    if name not in self._queued:
+                        self._submit(pool, name, job)
+                        queued += 1
+        except RuntimeError:  # a broken pool (a builder crashed): the worker builds the rest itself
+            self._stop(kill=True)
+        self.counts["announced"] += queued
+        return queued
+
+    def take(self, name: str) -> Optional[Built]:
+        """The build of `name` if it was announced, waited for up to `wait` seconds; None when it
+        was not announced, was dropped, is still queued, failed or is late: the worker builds it
+        now. A late build halves the wait, down to taking finished builds only."""
+        future = self._queued.pop(name, None)
+        if future is None or future.cancelled():
+            return None
+        if not future.running() and not future.done() and future.cancel():
+            self.counts["cancelled"] += 1  # still queued: the worker builds it now rather than wait for a builder
+            return None
+        try:
+            built = future.result(timeout=self.wait)
+        except concurrent.futures.TimeoutError:
+            self.counts["waited_too_long"] += 1
+            self.wait = self.wait / 2 if self.wait > 0.25 else 0.0
+            return None
+        except Exception:  # noqa: BLE001 - a crashed builder: the worker builds it under its watchdog
+            self.counts["crashed"] += 1
+            self._stop(kill=True)
+            return None
+        self.counts[built.status] += 1
+        self.seconds["generate_cpu"] += built.generate_seconds
+        self.seconds["build_cpu"] += built.build_seconds
+        return built
+
     def results(self, jobs: Mapping[str, Job], ahead: Optional[Mapping[str, Job]] = None
                 ) -> Iterator[tuple[str, Built]]:
-        """(name, Built) for every job, as its build finishes. `ahead` (a kept pool only): jobs
-        queued behind these for a later call, not waited for here."""
+        """(name, Built) for every job, as its build finishes (taking over the builds already
+        announced). `ahead` (a kept pool only): announced behind these, for a later call."""
         pending = dict(jobs)
         blind = 0  # pools broken with no job found in flight
         while pending:
@@ -143,9 +230,12 @@ class BuildPipeline:
             with main_module_hidden():  # the pool starts its processes as jobs are submitted
                 futures = {self._submit(pool, name, job): name for name, job in pending.items()}
                 if self.keep:
-                    for name, job in (ahead or {}).items():
-                        if name not in pending:
+                    later = {name: job for name, job in (ahead or {}).items() if name not in pending}
+                    self._drop_unwanted(set(pending) | set(later))
+                    for name, job in later.items():
+                        if name not in self._queued:
                             self._submit(pool, name, job)
+                            self.counts["announced"] += 1
             crashed: dict[str, Job] = {}
             taken = set()
             # a job waits for the ones ahead of it: the whole queue's share of the timeout
@@ -275,3 +365,24 @@ def _build_job(device: tuple[int, str, str], cache_dir: str, name: str, job: Job
         cache.put_error(key, log or "unknown build error")
         done.status = "rejected"
     return done
+
+
+
+def _warm(device_index: int) -> None:
+    """A builder's start: what every build needs (pyopencl, the device's context, the code generator)."""
+    import imagecl  # noqa: F401 - imported once per builder, as the builds need it
+    from imagecl.runtime.devices import _all_devices, context_and_queue
+
+    context_and_queue(_all_devices()[device_index])
+
+
+def ahead_by_default(device) -> bool:
+    """Whether a live search builds ahead unless told: on a GPU, whose builds run on host cores
+    the measured kernels do not use; not on a CPU device, whose timings the builders would
+    disturb."""
+    import pyopencl as cl
+
+    try:
+        return bool(device.type & cl.device_type.GPU)
+    except Exception:  # noqa: BLE001 - a device without the query: keep the plain path
+        return False

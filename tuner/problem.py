@@ -95,7 +95,7 @@ class Problem:
 
     def prefetch(self, configs: Sequence[Config]) -> None:
         """The configurations a strategy expects to measure next, in order (a hint: a live
-        problem builds their sources ahead, tuner/ahead.py); it changes no result."""
+        problem builds their sources ahead, tuner/pipeline.py); it changes no result."""
 
     # ---- validity --------------------------------------------------------------------------
     def valid_mask(self, columns: Columns) -> np.ndarray:

@@ -157,7 +157,7 @@ def run_session(measurer: Measurer, options: SessionOptions) -> SessionResult:
         emit(baseline_config, baseline_time, "baseline")
     warm = getattr(measurer, "warm_ahead", None)
     if warm is not None and space.parameters:
-        # the builders (tuner/ahead.py) start once the worker has: on the H100 the worker's start
+        # the builders (tuner/pipeline.py) start once the worker has: on the H100 the worker's start
         # took 4 s beside 15 builders creating their OpenCL contexts, 1.8 s alone
         warm()
     if not space.parameters:  # nothing to choose: the one configuration is the result

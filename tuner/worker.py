@@ -93,9 +93,11 @@ def _forget(device, built: set) -> None:
 def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread, setup, best: float,
                  floor: int = MIN_TIMED, censor: CensorRule = CensorRule()) -> dict:
     """One configuration's result: at least `floor` timed launches after a checked warm-up launch,
-    more rounds while the spread is large (see settle). A variant whose median is over 4x the best
-    so far is not a contender: it gets at most one extra round (its order among the slow ones
-    does not decide anything), a contender as many as `max_repeats` and the time budget allow."""
+    more rounds while the spread is large (see settle). `censor`'s one rule (censor.py) decides
+    what is slower than `best`: a variant whose median is over its bound is not a contender and
+    gets at most one extra round (its order among the slow ones does not decide anything), a
+    contender as many as `max_repeats` and the time budget allow; with censoring on, one whose
+    checked launch is over it is recorded as `slow` after that launch."""
     import imagecl
     from imagecl.runtime import launcher
 
@@ -125,10 +127,11 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
             launcher.build(device, source, options)
             seconds["build"] = time.perf_counter() - clock - seconds["generate"] - seconds["load"]
         count = max(repeats, floor)
-        bound = censor.bound(best)  # a checked launch over it ends the measurement (censor.py)
-        audited = bound is not None and censor.audited(canonical_config(config))
+        bound = censor.bound(best)  # slower than the best above it (censor.py)
+        censoring = censor.censors and bound is not None  # a checked launch over the bound ends the measurement
+        audited = censoring and censor.audited(canonical_config(config))
         stop = {}  # (runners without censoring are asked nothing new)
-        if bound is not None:
+        if censoring:
             stop = {"probe": censor.probe} if censor.probe else {}
             if not audited:
                 stop["stop_above"] = bound
@@ -139,16 +142,16 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
             return result
         if timing.censored:
             probed = timing.first is None  # stopped by the probe, before the checked launch
-            result.update(slow_fields(timing.probe if probed else timing.first, bound, censor.factor,
+            result.update(slow_fields(timing.probe if probed else timing.first, bound, censor.k,
                                       censor.probe if probed else 0.0))
             seconds["launch"] = time.perf_counter() - clock - sum(seconds.values())
             return result
-        contender = timing.median <= 4 * best
+        contender = not censor.over(timing.median, bound)
         timing = settle(timing, lambda: runner.time(config, repeats=count, read_outputs=False), max_spread,
                         max_repeats, float(setup.get("max_seconds", 1.0)), max_rounds=None if contender else 1)
         result.update(times=timing.times, time=timing.median, spread=timing.spread, status="ok",
                       verified=bool(setup.get("verify", True)))
-        if audited and ((timing.first is not None and timing.first > bound) or (timing.probe or 0.0) > bound):
+        if audited and (censor.over(timing.first, bound) or censor.over(timing.probe, bound)):
             # would have been censored: the audit's evidence (tuner/censor.py)
             result["audit"] = {"first": timing.first, "median": timing.median, "best": best, "probe": timing.probe}
         seconds["launch"] = time.perf_counter() - clock - sum(seconds.values())
