@@ -272,32 +272,50 @@ def test_a_task_pinned_to_a_worker_that_is_gone_is_sent_again(tmp_path, client, 
 
 
 def _sleep_once(marker: str, seconds: float):
-    def hook(todo):  # runs on the worker: its first task hangs (in Python, out of the device's watchdog)
-        import os as _os
+    def hook(todo):  # runs on the worker: the first task to get here hangs (in Python, outside the
+        import os as _os  # engine's watchdog); O_EXCL: of two tasks starting at once, only one
         import time as _time
 
-        if not _os.path.exists(marker):
-            open(marker, "w").close()
-            _time.sleep(seconds)
+        try:
+            _os.close(_os.open(marker, _os.O_CREAT | _os.O_EXCL))
+        except FileExistsError:
+            return
+        _time.sleep(seconds)
     return hook
 
 
-@pytest.mark.timeout(180)
-def test_a_task_that_hangs_past_its_limit_is_sent_again_and_the_run_finishes(tmp_path, client, sobel):
+def _executing(dask_worker) -> int:
+    return dask_worker.state.executing_count
+
+
+@pytest.mark.timeout(240)
+def test_a_task_that_hangs_past_its_limit_goes_to_another_worker_and_the_run_finishes(tmp_path, client, sobel):
+    """A task running past its limit is cancelled, but its thread goes on holding its worker, and
+    the scheduler then sees that worker idle: the task goes again to another worker, and no task
+    goes to the hung one while the run lasts (else it would wait there and be given up)."""
+    import time
+
     prog, args = sobel
-    configs = prog.space_for(problem_shape=SHAPE).random(3, seed=23)
+    configs = prog.space_for(problem_shape=SHAPE).random(6, seed=23)
     _two_live_workers(client)
+    marker = tmp_path / "slept"
     with Store(tmp_path / "s.db") as store:
         cluster = ClusterMeasurer(client, prog, args, store, chunk=1, options=MeasureOptions(timeout=2),
-                                  hook=_sleep_once(str(tmp_path / "slept"), 14.0))
-        cluster.stall_seconds = 8.0  # a one-configuration task: stalled after 8 + 2 x 2 s
+                                  hook=_sleep_once(str(marker), 40.0))
+        cluster.stall_seconds = 6.0  # a one-configuration task: stalled 6 + 2 x 2 s after it started
         summary = cluster.measure(configs)
-    assert (tmp_path / "slept").exists()
-    assert summary.statuses == {"ok": 3}, summary.statuses
-    assert any("sent again" in note for note in summary.notes), summary.notes
-    assert cluster.sent_again == {"stalled": 1}
+    assert marker.exists()
+    assert summary.statuses == {"ok": 6}, (summary.statuses, summary.notes)
+    assert cluster.sent_again == {"stalled": 1}, cluster.sent_again
+    assert any("sent again to another worker" in note for note in summary.notes), summary.notes
+    workers = {w for _, w in cluster.measured_by}
+    assert len(workers) == 1, "every configuration measured by the worker that did not hang"
+    assert cluster._started, "the workers tell the client when each task starts (the stall clock)"
     rows = _rows(tmp_path / "s.db")
-    assert len(rows) == 3 and len({k for k, _ in rows}) == 3
+    assert len(rows) == 6 and len({k for k, _ in rows}) == 6
+    deadline = time.time() + 60  # the next tests find both workers free
+    while any(client.run(_executing).values()) and time.time() < deadline:
+        time.sleep(0.5)
 
 
 def test_a_hanging_configuration_times_out_on_its_worker_and_the_run_goes_on(tmp_path, client):

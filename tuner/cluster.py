@@ -22,6 +22,7 @@ a dead worker held), not retried forever.
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import os
@@ -52,9 +53,13 @@ FIRST_TASK = 4
 SMALL_ARGUMENTS = 1 << 20
 _RESERVE = object()  # ClusterMeasurer.measure: a task's successor is the queue's next
 # how often the client looks for tasks that cannot finish: pinned to a worker that is gone, or
-# out for longer than STALL_SECONDS plus twice the configurations' timeouts (a hung worker)
+# running for longer than STALL_SECONDS plus twice the configurations' timeouts (a hung worker)
 WATCH_SECONDS = 2.0
 STALL_SECONDS = 120.0
+STARTED_TOPIC = "imagecl-task-started"  # a task tells the client when it starts on its worker
+RESULT_SECONDS = 60.0  # reading a finished task's result from its worker
+# distributed's waits raise asyncio's TimeoutError, not the built-in one before Python 3.11
+_TIMEOUTS = (TimeoutError, asyncio.TimeoutError)
 # with no device worker for this long (the nannies restart a killed one within a minute), give up
 WORKERLESS_SECONDS = 180.0
 _ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$")
@@ -64,14 +69,18 @@ _ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5}
 class _InFlight:
     """A task out on the cluster: its configurations, the successor reserved for its worker,
     the worker it is pinned to, when it was sent, with the full setup or not, and how often it
-    stalled or was retried after a worker died."""
+    stalled or was retried after a worker died (when it started: ClusterMeasurer._started)."""
     task: list
     after: Optional[list]
     worker: Optional[str]
-    sent: float
+    sent: float  # when it was sent; moved on by the time the cluster had no worker
     full: bool = False
     stalls: int = 0
     retried: bool = False
+
+
+class _Lost(Exception):
+    """A task's result went with its worker before the client read it."""
 
 
 class ClusterError(ImageCLError):
@@ -269,7 +278,7 @@ def _worker_measurer(setup: dict) -> Measurer:
 
     sharing = setup.get("host_workers", {}).get(get_address_host(get_worker().address), 1)
     device = measurer.device
-    measurer.pipeline = BuildPipeline(measurer.cache, measurer.device_index, device.name.strip(),
+    measurer.builders = BuildPipeline(measurer.cache, measurer.device_index, device.name.strip(),
                                       device.driver_version.strip(),
                                       workers=builder_count(setup["options"].build_workers, sharing), keep=True)
     # what this worker measures with, for the client to compare with its own (once per target)
@@ -291,6 +300,8 @@ def measure_task(setup: dict, configs: list[dict], hook: Optional[Callable[[list
     from distributed import get_worker
 
     started = time.time()
+    worker = get_worker()
+    worker.log_event(STARTED_TOPIC, {"key": str(worker.get_current_task())})
     if hook is not None:  # tests: a fault injected where the measurement runs
         hook(configs)
     measurer = _worker_measurer(setup)
@@ -298,8 +309,8 @@ def measure_task(setup: dict, configs: list[dict], hook: Optional[Callable[[list
     summary = measurer.measure(configs, upcoming=ahead)
     return {"records": list(measurer.store.added.values()), "worker": _hostname_pid(), "run": measurer.run,
             "build_seconds": summary.build_seconds, "notes": list(measurer.notes), "digest": measurer.arguments_digest,
-            "started": started, "finished": time.time(), "address": get_worker().address, "builders": measurer.pipeline.workers,
-            "pool_starts": measurer.pipeline.starts}
+            "started": started, "finished": time.time(), "address": worker.address, "builders": measurer.builders.workers,
+            "pool_starts": measurer.builders.starts}
 
 
 def retime_task(setup: dict, stored: list[Record], configs: list[dict], repeats: int, rounds: int) -> dict:
@@ -346,7 +357,9 @@ class ClusterMeasurer:
         self._busy: dict[str, list[float]] = {}  # per worker: configurations, seconds, tasks (see _count)
         self._workerless: Optional[float] = None  # since when the cluster has had no device worker
         self.stall_seconds = STALL_SECONDS  # a task out longer than this plus its timeouts is sent again
-        self.sent_again: Counter = Counter()  # tasks sent again by the client: "worker gone", "stalled"
+        self.sent_again: Counter = Counter()  # tasks sent again by the client: "worker gone", "lost", "stalled"
+        self._started: dict[str, float] = {}  # task key: when it started on its worker (STARTED_TOPIC)
+        self._hung: set[str] = set()  # workers a stalled task was taken from (its thread still runs there)
         setup = {**self.target.worker_setup(), "run": self.run, "options": self.options, "any_device": any_device,
                  "digest": arguments_digest(dict(arguments or {})), "synthetic": None,
                  "host_workers": self._host_workers()}
@@ -368,7 +381,8 @@ class ClusterMeasurer:
             raise ClusterError(f"the cluster has no worker with the resource '{RESOURCE}' (start each with "
                                f"--resources {RESOURCE}=1 and {DEVICE_ENV} naming its device)")
 
-    def _submit(self, function: Callable, *args: Any, full: bool = False, worker: Optional[str] = None) -> Any:
+    def _submit(self, function: Callable, *args: Any, full: bool = False,
+                worker: Optional[str | list[str]] = None) -> Any:
         """A task on one device worker, with the target's setup: the light one (no large
         arrays), or the `full` one for a worker that said it lacks them. The setup goes with
         the task, not as scattered data or a task of its own: either makes the tasks depend on
@@ -379,9 +393,10 @@ class ClusterMeasurer:
         named worker is gone, Dask places a loosely restricted task on any worker, one without
         a device included, and one that became unrunnable while no worker was up is never
         looked at again (the client waited forever); `measure` sends a task whose worker is
-        gone again, unpinned."""
+        gone again, unpinned. A list: any of those workers."""
         setup = self._full_setup if full else self._light_setup
-        placed = {"workers": [worker], "allow_other_workers": False} if worker else {}
+        names = [worker] if isinstance(worker, str) else list(worker or [])
+        placed = {"workers": names, "allow_other_workers": False} if names else {}
         return self.client.submit(function, setup, *args, resources={RESOURCE: 1}, pure=False, **placed)
 
     def _device_workers(self) -> list[str]:
@@ -474,7 +489,10 @@ class ClusterMeasurer:
                  stalls: int = 0, retried: bool = False) -> None:
             if after is _RESERVE:
                 after = take(worker)
-            future = self._submit(measure_task, task, self.hook, after, full=full, worker=worker)
+            placed: Optional[str | list[str]] = worker
+            if worker is None and self._hung:
+                placed = [w for w in self._device_workers() if w not in self._hung] or None
+            future = self._submit(measure_task, task, self.hook, after, full=full, worker=placed)
             futures[future] = _InFlight(task, after, worker, time.time(), full, stalls, retried)
 
         def successor(entry: _InFlight, worker: Optional[str]) -> Optional[list[dict]]:
@@ -490,40 +508,55 @@ class ClusterMeasurer:
                     return stolen
             return None
 
-        def rescue(now: float) -> None:
+        def rescue(now: float, last: float) -> None:
             """Tasks that cannot finish go out again: one pinned to a worker that is gone
-            (unpinned now), and one out for longer than its stall limit (a hung worker: once
-            more, then its configurations are recorded as errors)."""
+            (unpinned now), and one running for longer than its stall limit (a hung worker:
+            once more, on another worker; then its configurations are recorded as timeouts
+            without a limit, which a later run measures again)."""
             alive = set(self._device_workers())
             if not alive:
                 if now - self._workerless_since(now) > WORKERLESS_SECONDS:
                     raise ClusterError(f"the cluster has had no device worker for {WORKERLESS_SECONDS:.0f} s "
                                        "(every worker died and none came back): the configurations not yet "
                                        "measured are not in the store; run again when the workers are up")
+                for entry in futures.values():  # time without a worker is no task's fault
+                    entry.sent += now - last
                 return
             self._workerless = None
+            self._hung &= alive
+            where = None
             for future, entry in list(futures.items()):
                 if future.done():  # its result is read on the next turn
                     continue
                 gone = entry.worker is not None and entry.worker not in alive
-                stalled = now - entry.sent > self.stall_seconds + 2 * self.options.timeout * len(entry.task)
+                limit = self.stall_seconds + 2 * self.options.timeout * len(entry.task)
+                began = self._started.get(str(future.key))
+                # the clock runs from the task's start on its worker; one that never starts (queued
+                # behind a hung task, or never placed) gets twice as long from when it was sent
+                stalled = now - began > limit if began is not None else now - entry.sent > 2 * limit
                 if not (gone or stalled):
                     continue
                 futures.pop(future)
+                if stalled and not gone:
+                    # the cancelled task's thread goes on holding its worker's device: no task
+                    # goes there while this run lasts (the scheduler would see it idle and prefer it)
+                    where = where if where is not None else self.client.processing()
+                    self._hung.update(w for w, keys in where.items() if future.key in keys)
                 future.cancel()
-                self.sent_again["worker gone" if gone else "stalled"] += 1
                 if gone:
+                    self.sent_again["worker gone"] += 1
                     send(entry.task, entry.after, full=entry.full, stalls=entry.stalls, retried=entry.retried)
                     continue
                 note = (f"a task of {len(entry.task)} configuration(s) was not done after "
-                        f"{now - entry.sent:.0f} s on the cluster (a hung worker?)")
+                        f"{now - (began or entry.sent):.0f} s on its worker (a hung worker?)")
                 if entry.stalls == 0:
-                    self._note(f"{note}: sent again")
+                    self._note(f"{note}: sent again to another worker")
+                    self.sent_again["stalled"] += 1
                     send(entry.task, entry.after, full=entry.full, stalls=1, retried=entry.retried)
                     continue
-                self._note(f"{note}, twice: its configurations are recorded as errors")
-                record_result({"records": [_failed(c, TimeoutError(note)) for c in entry.task], "worker": None},
-                              entry)
+                self._note(f"{note}, twice: recorded as timeouts without a limit (a later run measures "
+                           "them again)")
+                record_result({"records": [_unfinished(c, note) for c in entry.task], "worker": None}, entry)
                 following = successor(entry, None)
                 if following is not None:
                     send(following)
@@ -554,6 +587,9 @@ class ClusterMeasurer:
             if progress is not None:
                 progress(summary.measured, todo, summary)
 
+        self._workerless, self._hung = None, set()
+        self._started.clear()
+        self.client.subscribe_topic(STARTED_TOPIC, self._on_started)
         first = [t for t in (take(None) for _ in range(max(1, self.workers))) if t]
         for task in first:  # every worker busy before any successor is reserved
             send(task)
@@ -562,14 +598,21 @@ class ClusterMeasurer:
             while futures and not summary.stopped_early:
                 done = self._first_done(list(futures), WATCH_SECONDS)
                 if time.time() - watched >= WATCH_SECONDS:
+                    rescue(time.time(), watched)
                     watched = time.time()
-                    rescue(watched)
                 for future in done:
                     entry = futures.pop(future, None)
                     if entry is None:  # sent again by rescue() meanwhile
                         continue
                     try:
-                        result = future.result()
+                        result = self._result(future)
+                    except _Lost:
+                        # its worker died after it finished, before the client read it: Dask would
+                        # run it again where it was pinned, a worker that is gone
+                        future.cancel()
+                        self.sent_again["lost"] += 1
+                        send(entry.task, entry.after, full=entry.full, stalls=entry.stalls, retried=entry.retried)
+                        continue
                     except Exception as exc:  # noqa: BLE001 - a task's failure is its configurations' record
                         if isinstance(exc, ClusterError):
                             raise
@@ -602,6 +645,7 @@ class ClusterMeasurer:
         finally:
             for future in futures:
                 future.cancel()
+            self.client.unsubscribe_topic(STARTED_TOPIC)
         summary.notes = list(self.notes)
         summary.seconds = time.time() - start
         return summary
@@ -613,8 +657,25 @@ class ClusterMeasurer:
         with self.client.as_current():
             try:
                 return list(wait(futures, timeout=timeout, return_when="FIRST_COMPLETED").done)
-            except TimeoutError:
+            except _TIMEOUTS:
                 return []
+
+    @staticmethod
+    def _result(future: Any) -> dict:
+        """A done task's result, or its exception raised; _Lost when the result went with its
+        worker (Dask's status "lost", or a read that does not come back)."""
+        if future.status == "error":
+            return future.result()
+        if future.status != "finished":
+            raise _Lost()
+        try:
+            return future.result(timeout=RESULT_SECONDS)
+        except _TIMEOUTS:
+            raise _Lost() from None
+
+    def _on_started(self, event: tuple) -> None:
+        """STARTED_TOPIC's handler (the client's event loop): when each task started."""
+        self._started[str(event[1]["key"])] = time.time()
 
     def _workerless_since(self, now: float) -> float:
         if self._workerless is None:
@@ -655,6 +716,12 @@ def _failed(config: dict, exc: BaseException) -> Record:
                       f"again; Dask gave up after its allowed failures ({exc})"[:4000])
     return Record(dict(config), "error", None, error=f"the cluster could not measure it: "
                   f"{type(exc).__name__}: {exc}"[:4000])
+
+
+def _unfinished(config: dict, why: str) -> Record:
+    """The record of a configuration whose task never finished on the cluster: a timeout with
+    no limit, which `settled` leaves to be measured again by a later run."""
+    return Record(dict(config), "timeout", None, error=f"the cluster did not finish it: {why}"[:4000], limit=None)
 
 
 def _killed_worker(exc: BaseException) -> bool:

@@ -254,15 +254,6 @@ class Measurer:
             self.builders.close()
 
     @property
-    def pipeline(self) -> Optional[BuildPipeline]:
-        """The kept pool of builders (the name tuner/cluster.py sets it by)."""
-        return self.builders
-
-    @pipeline.setter
-    def pipeline(self, builders: Optional[BuildPipeline]) -> None:
-        self.builders = builders
-
-    @property
     def ahead(self) -> Optional[BuildPipeline]:
         """The pool that builds a live search's proposals ahead, if this measurer does (phases.py)."""
         return self.builders if self.builds_ahead else None
