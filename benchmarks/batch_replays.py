@@ -64,17 +64,22 @@ def _key(r: dict[str, Any]) -> tuple:
     return (r["space"], r["budget"], r["batch"], r["lie"] if r["batch"] > 1 else "believer", r["seed"])
 
 
+ALL = "all spaces"  # the pooled rows: every (space, seed) a pair
+
+
 def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (space, budget, batch, lie): slowdown statistics and the paired comparison with batch 1."""
+    """Per (space, budget, batch, lie), and per (budget, batch, lie) over all spaces: slowdown
+    statistics and the paired comparison with batch 1 (same space and seed)."""
     from scipy.stats import wilcoxon
 
-    by: dict[tuple, dict[int, float]] = {}
+    by: dict[tuple, dict[Any, float]] = {}
     for r in runs:
         if r["slowdown"] is not None:
             space, budget, batch, lie, seed = _key(r)
             by.setdefault((space, budget, batch, lie), {})[seed] = r["slowdown"]
+            by.setdefault((ALL, budget, batch, lie), {})[(space, seed)] = r["slowdown"]
     rows = []
-    for (space, budget, batch, lie), seeds in sorted(by.items()):
+    for (space, budget, batch, lie), seeds in sorted(by.items(), key=lambda kv: (kv[0][0] == ALL, kv[0])):
         values = [seeds[s] for s in sorted(seeds)]
         row: dict[str, Any] = {"space": space, "budget": budget, "batch": batch, "lie": lie if batch > 1 else "-",
                                "runs": len(values), "median": statistics.median(values),
@@ -124,6 +129,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--minutes", type=float, default=None, help="submit no new run after this long")
     p.add_argument("--resume", action="store_true", help="skip the runs OUT.jsonl holds already")
+    p.add_argument("--report-only", action="store_true", help="run nothing: the report of the runs OUT.jsonl holds")
     args = p.parse_args(argv)
     cells = {c[0]: c for c in CELLS}
     unknown = [c for c in args.cells if c not in cells]
@@ -135,12 +141,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     out = Path(args.out)
     log = out.with_suffix(".jsonl")
     done: list[dict[str, Any]] = []
-    if args.resume and log.exists():
+    if (args.resume or args.report_only) and log.exists():
         done = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     have = {_key(r) for r in done}
     todo = [(space, budget, cells[c][1], cells[c][2], seed)
             for seed in range(args.seeds) for budget in args.budgets for c in args.cells for space in args.spaces]
     todo = [t for t in todo if _key(dict(zip(("space", "budget", "batch", "lie", "seed"), t))) not in have]
+    if args.report_only:
+        todo = []
     out.parent.mkdir(parents=True, exist_ok=True)
     started = time.time()
     runs = list(done)
