@@ -85,33 +85,44 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                "runs": len(values), "median": statistics.median(values),
                                "mean": statistics.fmean(values), "worst": max(values),
                                "found_optimum": sum(v <= 1.0 + 1e-9 for v in values) / len(values)}
-        one = by.get((space, budget, 1, "believer"), {})
-        paired = sorted(set(one) & set(seeds))
-        if batch > 1 and paired:
-            ratios = [seeds[s] / one[s] for s in paired]
-            diffs = [seeds[s] - one[s] for s in paired]
-            row.update({"paired": len(paired), "median_ratio": statistics.median(ratios),
-                        "mean_ratio": statistics.fmean(ratios),
-                        "better": sum(d < -1e-12 for d in diffs), "same": sum(abs(d) <= 1e-12 for d in diffs),
-                        "worse": sum(d > 1e-12 for d in diffs)})
-            nonzero = [d for d in diffs if abs(d) > 1e-12]
-            row["wilcoxon_p"] = float(wilcoxon(nonzero).pvalue) if len(nonzero) >= 6 else None
+        if batch > 1:
+            row.update(_paired(seeds, by.get((space, budget, 1, "believer"), {}), wilcoxon))
+        if batch > 1 and lie == "believer":  # the two lies, same batch and seeds
+            row["vs_constant"] = _paired(seeds, by.get((space, budget, batch, "constant"), {}), wilcoxon)
         rows.append(row)
     return rows
 
 
+def _paired(these: dict, those: dict, wilcoxon) -> dict[str, Any]:
+    """These slowdowns against those of the same seeds: ratio, better/same/worse, Wilcoxon p."""
+    paired = sorted(set(these) & set(those))
+    if not paired:
+        return {}
+    ratios = [these[s] / those[s] for s in paired]
+    diffs = [these[s] - those[s] for s in paired]
+    nonzero = [d for d in diffs if abs(d) > 1e-12]
+    return {"paired": len(paired), "median_ratio": statistics.median(ratios), "mean_ratio": statistics.fmean(ratios),
+            "better": sum(d < -1e-12 for d in diffs), "same": len(diffs) - len(nonzero),
+            "worse": sum(d > 1e-12 for d in diffs),
+            "wilcoxon_p": float(wilcoxon(nonzero).pvalue) if len(nonzero) >= 6 else None}
+
+
+def _cell(p: dict[str, Any]) -> str:
+    if not p:
+        return "-"
+    value = f"{p['wilcoxon_p']:.2f}" if p["wilcoxon_p"] is not None else "n/a"
+    return f"{p['median_ratio']:.3f} / {p['mean_ratio']:.3f}, {p['better']}/{p['same']}/{p['worse']}, p={value}"
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| space | measurements | batch | lie | runs | median / mean / worst slowdown | found optimum "
-             "| vs batch 1 (same seeds): median ratio, better/same/worse, Wilcoxon p |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| vs batch 1 | believer vs constant |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        paired = "-"
-        if "paired" in r:
-            p = f"{r['wilcoxon_p']:.2f}" if r["wilcoxon_p"] is not None else "n/a"
-            paired = f"{r['median_ratio']:.3f}, {r['better']}/{r['same']}/{r['worse']}, p={p}"
         lines.append(f"| {r['space']} | {r['budget']} | {r['batch']} | {r['lie']} | {r['runs']} | "
-                     f"{r['median']:.3f} / {r['mean']:.3f} / {r['worst']:.3f} | {r['found_optimum']:.2f} | {paired} |")
-    return "\n".join(lines) + "\n"
+                     f"{r['median']:.3f} / {r['mean']:.3f} / {r['worst']:.3f} | {r['found_optimum']:.2f} | "
+                     f"{_cell(r) if 'paired' in r else '-'} | {_cell(r.get('vs_constant', {}))} |")
+    return ("Paired columns, same space and seed: median / mean ratio of slowdowns, runs better/same/worse, "
+            "Wilcoxon signed-rank p (n/a under 6 differing pairs).\n\n" + "\n".join(lines) + "\n")
 
 
 def _init_worker() -> None:
