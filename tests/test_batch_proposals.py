@@ -41,10 +41,10 @@ def test_a_batch_is_measured_at_once_and_the_history_holds_only_real_times():
     assert result.best_time == min(t for _, t in result.history if t is not None)
 
 
-@pytest.mark.parametrize("batch", [3])
-def test_hybrid_proposes_full_batches_of_distinct_configurations(batch):
+@pytest.mark.parametrize("batch,lie", [(3, "constant"), (3, "believer")])
+def test_hybrid_proposes_full_batches_of_distinct_configurations(batch, lie):
     problem = Batched(batch)
-    result = STRATEGIES["hybrid"](problem, 30, np.random.default_rng(1))
+    result = STRATEGIES["hybrid"](problem, 30, np.random.default_rng(1), lie=lie)
     keys = [tuple(sorted(c.items())) for c, _ in result.history]
     assert result.evaluations == 30 == len(set(keys)) == problem.evaluations  # the budget, none twice
     assert [t for _, t in result.history] == [_true_time(problem, c) for c, _ in result.history]  # no lie left
@@ -91,19 +91,19 @@ def test_batches_keep_the_quality_of_one_at_a_time():
 
 def test_one_at_a_time_the_default_proposes_exactly_what_it_did_before_batches_had_a_believer():
     """Batch 1 is untouched by the lie: the configurations hybrid (its sample and local search)
-    and ml (its Eq. 2 walk) measure, in order, hashed as recorded with the code before the
-    kriging believer."""
+    and ml (its Eq. 2 walk) measure, in order, with either lie, hashed as recorded with the code
+    before the kriging believer."""
     hashes = {}
-    for name, budget in (("hybrid", 24), ("ml", 20)):
-        result = STRATEGIES[name](Synthetic(), budget, np.random.default_rng(7))
+    for name, budget, lie in (("hybrid", 24, "constant"), ("ml", 20, "believer")):
+        result = STRATEGIES[name](Synthetic(), budget, np.random.default_rng(7), lie=lie)
         text = json.dumps([sorted(c.items()) for c, _ in result.history])
-        hashes[name] = hashlib.sha256(text.encode()).hexdigest()[:16]
-    assert hashes == {"hybrid": "484002f6f06d6541", "ml": "c00c5ff623c45dbb"}
+        hashes[name, lie] = hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert hashes == {("hybrid", "constant"): "484002f6f06d6541", ("ml", "believer"): "c00c5ff623c45dbb"}
 
 
 def test_the_believer_lie_is_the_models_prediction_and_models_learn_only_real_times():
     problem = Batched(2)
-    session = Session(problem, 10)
+    session = Session(problem, 10, lie="believer")
     rows = problem.sample_matrix(5, np.random.default_rng(4))
     for row in rows[:4]:
         session.measure(row)  # two full batches: measured
@@ -179,7 +179,7 @@ def test_replays_with_batches_are_reproducible_per_seed():
 
 
 def test_an_unknown_lie_is_refused():
-    with pytest.raises(SimulationError, match="lie must be one of believer, constant"):
+    with pytest.raises(SimulationError, match="lie must be one of constant, believer"):
         simulate(small_replay(), "hybrid", max_evals=12, repeats=1, batch=2, options={"lie": "optimist"})
 
 

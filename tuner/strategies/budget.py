@@ -26,7 +26,7 @@ class Result:
 
 AHEAD = 4  # proposals a walk announces at a time (Session.upcoming): its likely next few
 
-LIES = ("believer", "constant")  # what a batch's pending proposals count as (Session.measure)
+LIES = ("constant", "believer")  # what a batch's pending proposals count as (Session.measure)
 
 _DROPPED = object()  # a pending proposal the deadline stopped before it was measured
 
@@ -38,7 +38,7 @@ class BudgetExhausted(Exception):
 class Session:
     """The budget, and every measurement made in it."""
 
-    def __init__(self, problem: Problem, budget: int, lie: str = "believer") -> None:
+    def __init__(self, problem: Problem, budget: int, lie: str = "constant") -> None:
         if budget < 0:
             raise ValueError(f"the budget must be >= 0, got {budget}")
         if lie not in LIES:
@@ -76,13 +76,14 @@ class Session:
         """The configuration's time (None: it failed). With a `batch` of B > 1, a proposal is
         held until B are, then all are measured at once (Problem.evaluate_many, in parallel on
         a cluster); meanwhile the strategy is told a lie, so that it moves on to other
-        configurations rather than waiting. `lie` "believer" (kriging believer, the default):
-        the time the current model predicts (`belief`), so a pending proposal predicted faster
-        than the best measured one is where a local search walks on from, as it would once
-        that prediction came true; models are fitted on real measurements only (`observed`).
-        "constant" (constant liar), and "believer" before any model is fitted: the slowest time
-        measured so far, and a model fit in between ranks the pending ones as slow.
-        benchmarks/results/cluster-batch-replays-2.md compares the two."""
+        configurations rather than waiting. `lie` "constant" (constant liar, the default), and
+        "believer" before any model is fitted: the slowest time measured so far, and a model fit
+        in between ranks the pending ones as slow (the batch spreads out). "believer" (kriging
+        believer): the time the current model predicts (`belief`), so a pending proposal
+        predicted faster than the best measured one is where a local search walks on from, as
+        it would once that prediction came true; models are fitted on real measurements only
+        (`observed`). benchmarks/results/cluster-batch-replays-2.md compares the two: the
+        believer is no better, and worse at a tight budget on one space."""
         key = tuple(int(v) for v in row)
         if key in self.times:
             return self.times[key]

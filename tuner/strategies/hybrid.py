@@ -17,7 +17,7 @@ def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fr
            model_options: Optional[Mapping[str, Any]] = None, prior: Sequence[Observation] = (),
            avoid_failures: bool = True, prediction_sample: int = 250_000,
            seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson", probe: str = "cold",
-           min_gain: float = 0.0, code_shape: Optional[bool] = None, lie: str = "believer") -> Result:
+           min_gain: float = 0.0, code_shape: Optional[bool] = None, lie: str = "constant") -> Result:
     """The default tuner: a spread sample, then a model-guided local search (see `ml`).
 
     `sample_fraction` of the budget goes to a sample that covers every parameter's values

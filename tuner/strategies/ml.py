@@ -46,7 +46,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
        avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10,
        local_share: float = 0.0, local_radius: int = 1, spread: bool = False,
        seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson", probe: str = "cold",
-       min_gain: float = 0.0, code_shape: Optional[bool] = None, lie: str = "believer") -> Result:
+       min_gain: float = 0.0, code_shape: Optional[bool] = None, lie: str = "constant") -> Result:
     """Falch & Elster's two-stage ML search (the module's docstring says what is changed).
 
     Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
@@ -69,8 +69,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     (`_pick`: "thompson", a draw from the model's uncertainty, or "mean", its fastest prediction)
     and `probe` when the walk probes every parameter of its centre ("cold": only without `seeds`
     and `prior`; "always"; "never"; see `_local_phase`). `lie`: what proposals pending in a
-    batch (a cluster's workers measuring B at a time) count as until measured: "believer", the
-    model's prediction, or "constant", the slowest time so far (Session.measure); one at a time
+    batch (a cluster's workers measuring B at a time) count as until measured: "constant", the
+    slowest time so far, or "believer", the model's prediction (Session.measure); one at a time
     it changes nothing.
 
     `prior` adds measurements from the database, of this or other problem sizes (their
@@ -116,7 +116,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
 
 
 def _check_options(sample_fraction: float, threshold: float, local_share: float, pick: str, probe: str,
-                   min_gain: float, lie: str = "believer") -> None:
+                   min_gain: float, lie: str = "constant") -> None:
     if not 0 < sample_fraction <= 1:
         raise ValueError("sample_fraction must be in (0, 1]")
     if not 0 <= threshold <= 1:
