@@ -26,6 +26,8 @@ class Result:
 
 AHEAD = 4  # proposals a walk announces at a time (Session.upcoming): its likely next few
 
+LIES = ("constant", "believer")  # what a batch's pending proposals count as (Session.measure)
+
 _DROPPED = object()  # a pending proposal the deadline stopped before it was measured
 
 
@@ -36,9 +38,11 @@ class BudgetExhausted(Exception):
 class Session:
     """The budget, and every measurement made in it."""
 
-    def __init__(self, problem: Problem, budget: int) -> None:
+    def __init__(self, problem: Problem, budget: int, lie: str = "constant") -> None:
         if budget < 0:
             raise ValueError(f"the budget must be >= 0, got {budget}")
+        if lie not in LIES:
+            raise ValueError(f"lie must be one of {', '.join(LIES)}, got {lie!r}")
         self.problem = problem
         self.budget = int(budget)
         self.times: dict[Key, Optional[float]] = {}
@@ -48,6 +52,10 @@ class Session:
         # configurations proposed at a time: the problem's `batch` (a cluster's worker count)
         self.batch = max(1, int(getattr(problem, "batch", 1) or 1))
         self.pending: dict[Key, int] = {}  # proposed, not yet measured: key -> its place in history
+        self.lie = lie
+        # the current model's predicted time of a configuration (rows -> seconds), set by whoever
+        # fits one (_Ranker.fit): the kriging believer's lie; None until a model is fitted
+        self.belief: Optional[Callable[[np.ndarray], float]] = None
 
     @property
     def evaluations(self) -> int:
@@ -67,9 +75,15 @@ class Session:
     def measure(self, row: Iterable[int]) -> Optional[float]:
         """The configuration's time (None: it failed). With a `batch` of B > 1, a proposal is
         held until B are, then all are measured at once (Problem.evaluate_many, in parallel on
-        a cluster); meanwhile the strategy is told a lie (constant liar): the slowest time
-        measured so far, so that it moves on to other configurations rather than waiting, and
-        a model fit in between ranks the pending ones as slow (the batch spreads out)."""
+        a cluster); meanwhile the strategy is told a lie, so that it moves on to other
+        configurations rather than waiting. `lie` "constant" (constant liar, the default), and
+        "believer" before any model is fitted: the slowest time measured so far, and a model fit
+        in between ranks the pending ones as slow (the batch spreads out). "believer" (kriging
+        believer): the time the current model predicts (`belief`), so a pending proposal
+        predicted faster than the best measured one is where a local search walks on from, as
+        it would once that prediction came true; models are fitted on real measurements only
+        (`observed`). benchmarks/results/cluster-batch-replays-2.md compares the two: the
+        believer is no better, and worse at a tight budget on one space."""
         key = tuple(int(v) for v in row)
         if key in self.times:
             return self.times[key]
@@ -79,15 +93,31 @@ class Session:
         if self.batch <= 1:
             self._record(key, config, self.problem.evaluate(config), len(self.history))
             return self.times[key]
-        real = [t for k, t in self.times.items() if t is not None and k not in self.pending]
         self.pending[key] = len(self.history)
-        self.times[key] = max(real) if real else None
+        self.times[key] = self._lie(key)
         self.history.append((config, self.times[key]))
         if len(self.pending) >= self.batch:
             self.flush()
             if key not in self.times:  # a deadline stopped the batch before it was measured
                 raise BudgetExhausted
         return self.times[key]
+
+    def _lie(self, key: Key) -> Optional[float]:
+        if self.lie == "believer" and self.belief is not None:
+            return float(self.belief(np.array([key], dtype=np.int64)))
+        real = [t for k, t in self.times.items() if t is not None and k not in self.pending]
+        return max(real) if real else None
+
+    def believed(self, key: Key) -> bool:
+        """Whether `key`'s time is a prediction standing in for a pending measurement."""
+        return self.lie == "believer" and key in self.pending
+
+    def observed(self) -> dict[Key, Optional[float]]:
+        """The times a model learns from: the measured ones; with the constant liar, the
+        pending proposals' lies too (that is how it spreads a batch out)."""
+        if self.lie == "constant" or not self.pending:
+            return self.times
+        return {k: t for k, t in self.times.items() if k not in self.pending}
 
     def upcoming(self, rows: Iterable[Iterable[int]]) -> None:
         """Tell the problem which configurations the strategy expects to measure next, in order

@@ -17,7 +17,7 @@ def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fr
            model_options: Optional[Mapping[str, Any]] = None, prior: Sequence[Observation] = (),
            avoid_failures: bool = True, prediction_sample: int = 250_000,
            seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson", probe: str = "cold",
-           min_gain: float = 0.0, code_shape: Optional[bool] = None) -> Result:
+           min_gain: float = 0.0, code_shape: Optional[bool] = None, lie: str = "constant") -> Result:
     """The default tuner: a spread sample, then a model-guided local search (see `ml`).
 
     `sample_fraction` of the budget goes to a sample that covers every parameter's values
@@ -36,11 +36,11 @@ def hybrid(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fr
     default: only without seeds or prior measurements; `_local_phase`). On a CPU device
     (`code_shape` None, the default, and the problem's `device_kind` "CPU"; or `code_shape`
     True) the sample balances the code shape first: each `vector_x` value in turn, with the
-    least covered `px_x` (design.py).
+    least covered `px_x` (design.py). `lie`: what a batch's pending proposals count as (`ml`).
     """
     result = ml(problem, budget, rng, sample_fraction=sample_fraction, local_share=local_share,
                 local_radius=local_radius, spread=spread, model=model, model_options=model_options, prior=prior,
                 avoid_failures=avoid_failures, prediction_sample=prediction_sample, seeds=seeds, pick=pick,
-                probe=probe, min_gain=min_gain, code_shape=code_shape)
+                probe=probe, min_gain=min_gain, code_shape=code_shape, lie=lie)
     result.info["strategy"] = "hybrid"
     return result

@@ -1,6 +1,7 @@
 """The model-guided local search that `hybrid` (and `ml` with `local_share`) ends with."""
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -90,7 +91,9 @@ def _centres(session: Session, abandoned: list[np.ndarray], width: int) -> np.nd
     if abandoned:
         far = np.array([min(int((row != a).sum()) for a in abandoned) > 2 for row in best], dtype=bool)
         # faster than every centre given up: not known when they were, so a centre again
-        given_up = min(session.times[tuple(int(v) for v in a)] for a in abandoned)
+        # a centre given up may have been a batch's pending proposal (the believer's lie) that failed
+        given_up = min((t for t in (session.times.get(tuple(int(v) for v in a)) for a in abandoned)
+                        if t is not None), default=math.inf)
         far |= np.array([session.times[tuple(int(v) for v in row)] < given_up for row in best], dtype=bool)
         best = best[far] if far.any() else best
     return best[:width]

@@ -32,7 +32,7 @@ from .neighbours import _best_rows
 from .ranking import PICKS, Observation, _FailureModel, _Ranker, _skip_mask
 from .design import code_shape_levels
 from .sampling import _seed_rows, _spread_sample, _unmeasured_sample
-from .budget import AHEAD, BudgetExhausted, Result, Session
+from .budget import AHEAD, LIES, BudgetExhausted, Result, Session
 
 
 def _phi(z: float) -> float:
@@ -46,7 +46,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
        avoid_failures: bool = True, retrain_every: int = 10, max_retrains: int = 10,
        local_share: float = 0.0, local_radius: int = 1, spread: bool = False,
        seeds: Sequence[Mapping[str, int]] = (), pick: str = "thompson", probe: str = "cold",
-       min_gain: float = 0.0, code_shape: Optional[bool] = None) -> Result:
+       min_gain: float = 0.0, code_shape: Optional[bool] = None, lie: str = "constant") -> Result:
     """Falch & Elster's two-stage ML search (the module's docstring says what is changed).
 
     Stage 1 measures `sample_fraction * budget` random configurations. Stage 2 walks the rest
@@ -68,7 +68,10 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     to `local_radius` parameters), after stage 2, where `pick` chooses the neighbour to measure
     (`_pick`: "thompson", a draw from the model's uncertainty, or "mean", its fastest prediction)
     and `probe` when the walk probes every parameter of its centre ("cold": only without `seeds`
-    and `prior`; "always"; "never"; see `_local_phase`).
+    and `prior`; "always"; "never"; see `_local_phase`). `lie`: what proposals pending in a
+    batch (a cluster's workers measuring B at a time) count as until measured: "constant", the
+    slowest time so far, or "believer", the model's prediction (Session.measure); one at a time
+    it changes nothing.
 
     `prior` adds measurements from the database, of this or other problem sizes (their
     `context`, matched against `problem.context`), to the training data. Prior measurements with
@@ -76,8 +79,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     to beat, but the Result lists only this run's measurements, so a caller passing `prior`
     should compare the result with the prior's best.
     """
-    _check_options(sample_fraction, threshold, local_share, pick, probe, min_gain)
-    session = Session(problem, budget)
+    _check_options(sample_fraction, threshold, local_share, pick, probe, min_gain, lie)
+    session = Session(problem, budget, lie=lie)
     seed = int(rng.integers(2 ** 31))
     info: dict[str, Any] = {"strategy": "ml", "model": model, "threshold": threshold, "retrains": 0}
     try:
@@ -113,7 +116,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
 
 
 def _check_options(sample_fraction: float, threshold: float, local_share: float, pick: str, probe: str,
-                   min_gain: float) -> None:
+                   min_gain: float, lie: str = "constant") -> None:
     if not 0 < sample_fraction <= 1:
         raise ValueError("sample_fraction must be in (0, 1]")
     if not 0 <= threshold <= 1:
@@ -126,6 +129,8 @@ def _check_options(sample_fraction: float, threshold: float, local_share: float,
         raise ValueError(f"probe must be one of {', '.join(PROBES)}, got {probe!r}")
     if not 0 <= min_gain < 1:
         raise ValueError(f"min_gain must be in [0, 1), got {min_gain!r}")
+    if lie not in LIES:
+        raise ValueError(f"lie must be one of {', '.join(LIES)}, got {lie!r}")
 
 
 def _first_stage(problem: Problem, session: Session, rng: np.random.Generator, stage1: int,
@@ -189,6 +194,10 @@ def _second_stage(session: Session, ranker: _Ranker, fitted: Model, failures: Op
         count += 1
         since_fit += 1
         i += 1
+        if session.believed(tuple(int(v) for v in rows[i - 1])):
+            continue  # the model's own prediction: nothing to calibrate it with, no best to beat
+        if session.lie == "believer" and session.best_time is not None:  # the batch just measured
+            best_log = min(best_log, math.log(session.best_time))
         if t is not None:
             z = (math.log(t) - float(mean[i - 1])) / max(float(std[i - 1]), 1e-6)
             z2_sum, z_count = z2_sum + z * z, z_count + 1

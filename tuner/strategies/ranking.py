@@ -3,6 +3,7 @@ log(time) (`_Ranker`), a classifier of failures (`_FailureModel`), and the choic
 candidate (`_pick`)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
@@ -62,8 +63,9 @@ class _Ranker:
         return self.encoder.encode(rows, self.here if extra is None else extra)
 
     def fit(self, session: Session) -> Model:
-        rows = np.array([k for k, t in session.times.items() if t is not None], dtype=np.int64)
-        logt = np.log([t for t in session.times.values() if t is not None])
+        observed = session.observed()
+        rows = np.array([k for k, t in observed.items() if t is not None], dtype=np.int64)
+        logt = np.log([t for t in observed.values() if t is not None])
         extra = np.repeat(self.here, len(rows), axis=0) if self.extra else None
         if self.prior:
             rows = np.concatenate([rows.reshape(-1, self.prior_rows.shape[1]), self.prior_rows])
@@ -76,6 +78,7 @@ class _Ranker:
         model.fit(self._features(rows, extra), logt)
         self.trained_on = len(logt)
         self.fits += 1
+        session.belief = lambda rows: math.exp(model.predict(self._features(rows))[0][0])
         return model
 
     def rank(self, model: Model, session: Session, best_rows: Optional[np.ndarray] = None):
@@ -113,13 +116,14 @@ class _FailureModel:
         return np.concatenate([x, x[:, i] * x[:, j]], axis=1)
 
     def fit(self, session: Session) -> bool:
-        labels = np.array([t is None for t in session.times.values()])
+        observed = session.observed()
+        labels = np.array([t is None for t in observed.values()])
         if labels.sum() < 1 or (~labels).sum() < 2:
             self.clf = None
             return False
         from sklearn.linear_model import LogisticRegression
 
-        rows = np.array(list(session.times), dtype=np.int64)
+        rows = np.array(list(observed), dtype=np.int64)
         self.clf = LogisticRegression(C=10.0, class_weight="balanced", max_iter=2000)
         self.clf.fit(self._features(rows), labels)
         return True
