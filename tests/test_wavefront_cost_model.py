@@ -187,15 +187,17 @@ def test_a_training_file_without_synthetic_instances_is_a_clear_error(tmp_path):
 
 def test_each_split_is_timed_as_the_median_of_three_runs_after_a_warm_up(monkeypatch):
     """measure_splits: the warm-up's time is not used; a spread over 20% is timed 3 more times; with
-    slower_than a split whose warm-up is far slower than the best keeps that one time."""
+    slower_than a split whose warm-up is far slower than the best is run once more, and keeps that
+    one time only if it too is far slower; a slow warm-up alone (one-off costs) changes nothing."""
     from types import SimpleNamespace
 
     from imagecl.wavefront import tune
 
     script = {Split(8): [9.0, 1.0, 1.1, 1.05],  # warm-up, then three close runs: median 1.05
               Split(16): [3.0, 2.0, 3.0, 2.2, 2.1, 2.3, 2.4],  # spread 50%: three more, median of six 2.25
-              Split(32): [7.0],  # warm-up over 3x the best median so far: kept alone
-              Split(64): [3.0, 1.5, 1.4, 1.6]}  # under 3x: timed
+              Split(32): [7.0, 6.5],  # warm-up and the next run over 3x the best median so far: kept alone
+              Split(64): [3.0, 1.5, 1.4, 1.6],  # under 3x: timed
+              Split(128): [3.5, 0.5, 0.52, 0.51]}  # a slow warm-up only: timed, and the best
     calls = []
 
     def fake_run(program, arguments, split, devices):
@@ -204,9 +206,28 @@ def test_each_split_is_timed_as_the_median_of_three_runs_after_a_warm_up(monkeyp
 
     monkeypatch.setattr(tune, "run_wavefront", fake_run)
     measured = tune.measure_splits(None, {}, None, list(script), sequential_reference=False, slower_than=3.0)
-    assert measured.seconds == {Split(8): 1.05, Split(16): pytest.approx(2.25), Split(32): 7.0, Split(64): 1.5}
+    assert measured.seconds == {Split(8): 1.05, Split(16): pytest.approx(2.25), Split(32): 6.5, Split(64): 1.5,
+                                Split(128): 0.51}
     assert measured.once == [Split(32)] and measured.spread[Split(8)] == pytest.approx(0.1 / 1.05)
-    assert [calls.count(s) for s in script] == [4, 7, 1, 4]
+    assert [calls.count(s) for s in script] == [4, 7, 2, 4, 4]
+
+
+def test_a_slow_warm_up_does_not_hide_the_fastest_split(monkeypatch):
+    """The review's case: the faster split's warm-up alone is over 3x the best so far."""
+    from types import SimpleNamespace
+
+    from imagecl.wavefront import tune
+
+    script = {Split(8): [1.2, 1.0, 1.0, 1.0], Split(16): [3.5, 0.5, 0.5, 0.5]}
+    calls = []
+
+    def fake_run(program, arguments, split, devices):
+        calls.append(split)
+        return SimpleNamespace(seconds=script[split][calls.count(split) - 1], output=np.zeros(2))
+
+    monkeypatch.setattr(tune, "run_wavefront", fake_run)
+    measured = tune.measure_splits(None, {}, None, list(script), sequential_reference=False, slower_than=3.0)
+    assert measured.seconds == {Split(8): 1.0, Split(16): 0.5} and measured.once == []
 
 
 def test_two_alone_profiles_calibrate_the_model_to_a_program_slower_on_the_cpu_than_its_features_say():
