@@ -244,14 +244,15 @@ def share(choice: Split, measured: Mapping[Split, float]) -> float:
 
 def pooled_share(choice: Split, measured: Mapping[Split, float], width: int, height: int) -> float:
     """share() with the splits that run the grid the same way (split.same_execution) taken as one,
-    timed by the fastest of their measurements: what the choice is worth without the luck of which
-    of several measurements of one execution it names."""
+    timed by the median of their measurements: what the choice is worth without the luck of which
+    of several measurements of one execution it names (the minimum would favour executions
+    measured more often: the least of k noisy runs is biased low)."""
     from .split import same_execution
 
-    pooled: dict[tuple, float] = {}
+    groups: dict[tuple, list[float]] = {}
     for split, seconds in measured.items():
-        key = same_execution(split, width, height)
-        pooled[key] = min(pooled.get(key, math.inf), seconds)
+        groups.setdefault(same_execution(split, width, height), []).append(seconds)
+    pooled = {key: float(np.median(times)) for key, times in groups.items()}
     return min(pooled.values()) / pooled[same_execution(choice, width, height)]
 
 
