@@ -14,8 +14,8 @@ Times are wall-clock times of one whole run (uploads, launches, halo swaps, down
 is not counted): each split runs once to warm up, then its time is the median of 3 timed runs
 (6 when their spread exceeds 20%); a split whose warm-up took over 3x the best median so far
 is run once more and keeps that run's time if it too took over 3x (listed in the record's
-"once"). The sequential baseline is the CPU device computing the whole grid as one tile (one work-item, row-major: compiled C on one core). Every
-split's output is compared bit for bit with the sequential run's (a real program's) or the first
+"once"). The sequential baseline is the CPU device computing the whole grid as one tile (one
+work-item, row-major: compiled C on one core). Every split's output is compared bit for bit with the sequential run's (a real program's) or the first
 split's (a synthetic instance's, whose sequential run would take longer than all its splits). The
 input arrays are uploaded before the clock starts; the output's transfers are timed.
 
