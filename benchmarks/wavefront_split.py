@@ -107,15 +107,17 @@ def _judge(model, record, profiled: bool = False) -> dict:
     measured = {Split.of(s): t for s, t in record["splits"]}
     w, h = record["width"], record["height"]
     features = wm.Features(w, h, record["work"], record["data"])
+    # the measuring host's GPUs: its split space went up to all of them, so its measured splits do
+    gpus = max(s.gpu_count for s in measured)
     if profiled:
-        profiles = cm.profile_splits(model, features, list(measured))
+        profiles = cm.profile_splits(model, features, list(measured), gpus)
         model = cm.calibrated(model, features, {s: measured[s] for s in profiles})
-    choice = model.choose(features, list(measured))
+    choice = model.choose(features, list(measured), gpus)
     row = {"name": record["name"], "width": w, "split": choice.as_config(), "share": wm.share(choice, measured),
            "share_pooled": wm.pooled_share(choice, measured, w, h)}
     if hasattr(model, "rank"):  # the first three distinct executions, pooled (older files measured some twice)
         top: dict = {}
-        for s in model.rank(features, list(measured)):
+        for s in model.rank(features, list(measured), gpus):
             top.setdefault(same_execution(s, w, h), s)
             if len(top) == 3:
                 break

@@ -61,7 +61,7 @@ def test_fitted_on_a_known_system_it_recovers_its_costs_and_picks_its_best_split
         inst = cm.Instance(dim, dim, work, data)
         candidates = split_space(dim, dim, 2, **GRID)
         truth = {s: known_time(s, inst) for s in candidates}
-        choice = model.choose(wm.Features(dim, dim, work, data), candidates)
+        choice = model.choose(wm.Features(dim, dim, work, data), candidates, gpus=2)
         assert truth[choice] == min(truth.values()), (dim, work, data, choice)
         kinds.add((choice.gpu_count, choice.band >= 0 and choice.gpu_count > 0))
     assert len(kinds) >= 2  # the check covers more than one kind of best split
@@ -107,6 +107,24 @@ def throughput_bound_model():
     costs = {**KNOWN, "gpu_latency_work": 0.05, "gpu_points_work": 0.6, "swap": 1e-6, "gpu_launch_point": 1e-6,
              "gpu_launch_tile": 1e-6}
     return wm.make(wm.COST_MODEL).fit(records(dims=(64, 256), costs=costs))
+
+
+def test_the_gpu_count_is_the_systems_not_the_candidates():
+    """A heavy program on a system whose GPUs pay off goes to two GPUs when there are two; told of
+    one GPU, no model picks or ranks a split over two, and the count cannot be left out."""
+    w, h = 45, 38
+    features = wm.Features(w, h, 1e-5, 4)
+    candidates = split_space(w, h, 2, cpu_tiles=(4, 16), gpu_tiles=(1, 4), halos=(1, 4))
+    model = throughput_bound_model()
+    assert model.choose(features, candidates, gpus=2).gpu_count == 2
+    assert model.choose(features, candidates, gpus=1).gpu_count <= 1
+    assert {s.gpu_count for s in model.rank(features, candidates, gpus=1)} == {0, 1}
+    assert cm.legal_splits(candidates, w, h, 1) == [s for s in candidates if s.gpu_count <= 1]
+    assert {s.gpu_count for s in cm.profile_splits(model, features, candidates, gpus=1)} == {0, 1}
+    trees = wm.make(wm.SEED_MODEL).fit(records(dims=(64, 256), works=(2e-9, 5e-7), datas=(4,)))
+    assert all(trees.choose(wm.Features(w, h, work, 4), candidates, gpus=1).gpu_count <= 1 for work in (1e-9, 1e-5))
+    with pytest.raises(TypeError):
+        model.choose(features, candidates)
 
 
 @pytest.mark.parametrize("name", ["needleman_wunsch", "lcs", "dtw"])
@@ -254,14 +272,14 @@ def test_two_alone_profiles_calibrate_the_model_to_a_program_slower_on_the_cpu_t
     inst, features = cm.Instance(dim, dim, work, 4), wm.Features(dim, dim, work, 4)
     candidates = split_space(dim, dim, 1, **GRID)
     truth = {s: known_time(s, inst, slow_cpu) for s in candidates}
-    plain = model.choose(features, candidates)
+    plain = model.choose(features, candidates, gpus=1)
     assert wm.share(plain, truth) < 0.5 and plain.gpu_count == 0
-    profiles = cm.profile_splits(model, features, candidates)
+    profiles = cm.profile_splits(model, features, candidates, gpus=1)
     assert [s.gpu_count for s in profiles] == [0, 1] and cm.all_on_gpus(profiles[1], dim, dim)
     fitted = cm.calibrated(model, features, {s: truth[s] for s in profiles})
     for s in profiles:
         assert fitted.predict(features, s) == pytest.approx(truth[s], rel=1e-3)
-    assert wm.share(fitted.choose(features, candidates), truth) == pytest.approx(1.0)
+    assert wm.share(fitted.choose(features, candidates, gpus=1), truth) == pytest.approx(1.0)
 
 
 def test_the_live_tuner_measures_the_two_profiles_first_then_the_calibrated_ranking(tmp_path, monkeypatch):
@@ -280,8 +298,8 @@ def test_the_live_tuner_measures_the_two_profiles_first_then_the_calibrated_rank
     best, measured, ranked = tune_split(prog, args, devices, budget=4, training=str(path), repeats=1)
     trained, grid = wm.trained_from(str(path))
     features = wm.Features(20, 16, 1e-7, 4)
-    profiles = cm.profile_splits(trained, features, wm.candidates(20, 16, 1, grid))
+    profiles = cm.profile_splits(trained, features, wm.candidates(20, 16, 1, grid), gpus=1)
     assert len(profiles) == 2 and list(measured.seconds)[:2] == profiles
     assert ranked == cm.calibrated(trained, features, {s: measured.seconds[s] for s in profiles}).rank(
-        features, wm.candidates(20, 16, 1, grid))
+        features, wm.candidates(20, 16, 1, grid), gpus=1)
     assert ranked[0] in measured.seconds and len(measured.seconds) == 4 and not measured.wrong

@@ -247,13 +247,14 @@ class CostModel:
     def predict(self, features, split: Split) -> float:
         return self.terms.predict(split, Instance(features.width, features.height, features.work, features.data))
 
-    def rank(self, features, candidates: Sequence[Split], gpus: Optional[int] = None) -> list[Split]:
-        """The legal candidates (legal_splits), predicted fastest first; ties keep the candidates' order."""
+    def rank(self, features, candidates: Sequence[Split], gpus: int) -> list[Split]:
+        """The candidates legal with `gpus` GPUs (legal_splits), predicted fastest first; ties keep the
+        candidates' order."""
         legal = legal_splits(candidates, features.width, features.height, gpus)
         times = [self.predict(features, s) for s in legal]
         return [legal[i] for i in np.argsort(times, kind="stable")]
 
-    def choose(self, features, candidates: Sequence[Split], gpus: Optional[int] = None) -> Split:
+    def choose(self, features, candidates: Sequence[Split], gpus: int) -> Split:
         ranked = self.rank(features, candidates, gpus)
         if not ranked:
             raise ValueError("no legal wavefront split among the candidates")
@@ -274,7 +275,7 @@ def all_on_gpus(split: Split, width: int, height: int) -> bool:
     return split.gpu_count > 0 and ph.lo == 0 and ph.hi == ph.diagonals - 1
 
 
-def profile_splits(model: "CostModel", features, candidates: Sequence[Split], gpus: Optional[int] = None) -> list:
+def profile_splits(model: "CostModel", features, candidates: Sequence[Split], gpus: int) -> list:
     """The alone-profiles that calibrate the model to a real program: its predicted fastest split
     all on the CPU, and all on the GPUs (where a candidate is)."""
     ranked = model.rank(features, candidates, gpus)
@@ -309,15 +310,15 @@ def calibrated(model: "CostModel", features, profiles: Mapping[Split, float]) ->
     return out
 
 
-def legal_splits(candidates: Sequence[Split], width: int, height: int, gpus: Optional[int] = None) -> list[Split]:
-    """The candidates that can run on this grid (with `gpus` GPUs; default: as many as any asks)."""
+def legal_splits(candidates: Sequence[Split], width: int, height: int, gpus: int) -> list[Split]:
+    """The candidates that can run on this grid with `gpus` GPUs (the system's count: a default
+    taken from the candidates would let every candidate pass)."""
     from ..errors import ConfigError
 
-    available = max((s.gpu_count for s in candidates), default=0) if gpus is None else gpus
     out = []
     for s in candidates:
         try:
-            check_for(s, width, height, available)
+            check_for(s, width, height, gpus)
         except ConfigError:
             continue
         out.append(s)

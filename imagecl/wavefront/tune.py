@@ -101,7 +101,8 @@ def tune_split(program, arguments: Mapping[str, Any], devices: Devices, budget: 
     from . import model
 
     width, height = _size(program, arguments)
-    candidates = split_space(width, height, len(devices.gpus))
+    gpus = len(devices.gpus)
+    candidates = split_space(width, height, gpus)
     ranked: list[Split] = []
     path = training or os.environ.get(model.TRAINING_ENV)
     if path:
@@ -109,16 +110,17 @@ def tune_split(program, arguments: Mapping[str, Any], devices: Devices, budget: 
         scalars = {k: v for k, v in arguments.items() if k not in program.info.arrays}
         features = model.Features(width, height, model.work_per_point(program, scalars, devices),
                                   model.data_per_point(program))
-        candidates = model.candidates(width, height, len(devices.gpus), grid) or candidates
-        ranked = trained.rank(features, candidates) if hasattr(trained, "rank") else \
-            [trained.choose(features, candidates)]
+        candidates = model.candidates(width, height, gpus, grid) or candidates
+        ranked = trained.rank(features, candidates, gpus) if hasattr(trained, "rank") else \
+            [trained.choose(features, candidates, gpus)]
     measured = Measured()
     if ranked and isinstance(trained, CostModel) and budget >= 3:
         # the program's own speed on each side first: its predicted best split all on the CPU and all on
         # the GPUs, then the cost model calibrated by them ranks the rest
-        profiles = profile_splits(trained, features, candidates)
+        profiles = profile_splits(trained, features, candidates, gpus)
         measure_splits(program, arguments, devices, profiles, repeats, into=measured)
-        ranked = calibrated(trained, features, {s: measured.seconds[s] for s in profiles}).rank(features, candidates)
+        ranked = calibrated(trained, features, {s: measured.seconds[s] for s in profiles}).rank(
+            features, candidates, gpus)
     order = ranked or [Split(cpu_tile=8)] + candidates
     measure_splits(program, arguments, devices, order[: max(1, budget // 2)], repeats, into=measured)
     while len(measured.seconds) < min(budget, len(candidates)):
