@@ -208,6 +208,57 @@ def test_the_offline_evaluation_reproduces_a_hand_computed_share(tmp_path):
     assert "| cost_model | 75.0% | 75.0% | 83.3% | 83.3% |" in out.with_suffix(".md").read_text()
 
 
+@pytest.mark.parametrize("bad", [float("nan"), 0.0, -1e-3, float("inf"), "fast", True])
+def test_a_training_time_that_is_no_positive_number_names_its_instance_and_split(bad, tmp_path):
+    from imagecl.errors import ConfigError
+
+    train = records(dims=(64, 256), works=(2e-9, 5e-7), datas=(4,))
+    train[1]["splits"][3][1] = bad
+    split = Split.of(train[1]["splits"][3][0])
+    with pytest.raises(ConfigError, match=f"{train[1]['name']}.*{split.cpu_tile}.*positive number of seconds"):
+        wm.make(wm.COST_MODEL).fit(train)
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"instances": train}, allow_nan=True))
+    with pytest.raises(ConfigError, match=f"^{path}: wavefront instance '{train[1]['name']}'"):
+        wm.trained_from(str(path))
+    train[1]["splits"][3][1] = None  # not measured: skipped
+    wm.make(wm.COST_MODEL).fit(train)
+
+
+def test_data_that_cannot_identify_the_costs_is_refused():
+    """One instance (its work and data per point constant), or no more splits than the terms they
+    use: every core count would fit exactly, the costs one solution of many."""
+    from imagecl.errors import ConfigError
+
+    one = records(dims=(256,), works=(3e-8,), datas=(4,))
+    with pytest.raises(ConfigError, match="two or more synthetic instances"):
+        wm.make(wm.COST_MODEL).fit(one)
+    few = records(dims=(64, 256), works=(3e-8,), datas=(4,))
+    for r in few:
+        r["splits"] = r["splits"][:3]
+    with pytest.raises(ConfigError, match="6 measured splits cannot identify"):
+        wm.make(wm.COST_MODEL).fit(few)
+
+
+def test_splits_that_need_a_cost_the_training_never_had_are_not_chosen():
+    """Trained on one GPU the swaps' cost is unknown (not 0): on two GPUs, where the system's cheap
+    launches would make two GPUs look best with free swaps, the model picks from the splits it
+    can cost and ranks the two-GPU ones last."""
+    costs = {**KNOWN, "gpu_latency_work": 0.05, "gpu_points_work": 0.6, "gpu_launch_point": 1e-6,
+             "gpu_launch_tile": 1e-6}
+    model = wm.make(wm.COST_MODEL).fit(records(dims=(64, 256), gpus=1, costs=costs))
+    assert model.terms.unseen == {"swap", "swap_bytes"}
+    w, h = 45, 38
+    features = wm.Features(w, h, 1e-5, 4)
+    candidates = split_space(w, h, 2, cpu_tiles=(4, 16), gpu_tiles=(1, 4), halos=(1, 4))
+    free_swaps = min(candidates, key=lambda s: model.predict(features, s))
+    assert free_swaps.gpu_count == 2  # what a zero cost would choose
+    ranked = model.rank(features, candidates, gpus=2)
+    two = sum(s.gpu_count == 2 for s in candidates)
+    assert ranked[0].gpu_count <= 1 and {s.gpu_count for s in ranked[-two:]} == {2}
+    assert model.choose(features, candidates, gpus=2).gpu_count <= 1
+
+
 def test_a_training_file_without_synthetic_instances_is_a_clear_error(tmp_path):
     from imagecl.errors import ConfigError
 

@@ -215,13 +215,16 @@ def _trained(path: str, stamp: float, name: str):
 
     with open(path) as f:
         data = json.load(f)
+    from ..errors import ConfigError
+
     records = [r for r in data.get("instances", []) if r.get("kind") == "synthetic" and r.get("splits")]
     if not records:
-        from ..errors import ConfigError
-
         raise ConfigError(f"{path}: no measured synthetic wavefront instance to train the split model on "
                           "(a benchmarks/wavefront_split.py output is expected)")
-    return make(name).fit(records), data.get("grid", {})
+    try:
+        return make(name).fit(records), data.get("grid", {})
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
 
 
 def trained_from(path: str, name: str = DEFAULT_MODEL):
