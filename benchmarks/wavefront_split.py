@@ -13,9 +13,9 @@ and predict (about a minute). Expect about 7 minutes in all on the GPU host.
 Times are wall-clock times of one whole run (uploads, launches, halo swaps, downloads; the build
 is not counted): each split runs once to warm up, then its time is the median of 3 timed runs
 (6 when their spread exceeds 20%); a split whose warm-up took over 3x the best median so far
-keeps its warm-up's time (listed in the record's "once"). The sequential baseline is the CPU device
-computing the whole grid as one tile (one work-item, row-major: compiled C on one core). Every
-split's output is compared bit for bit with the sequential run's (a real program's) or the first
+is run once more and keeps that run's time if it too took over 3x (listed in the record's
+"once"). The sequential baseline is the CPU device computing the whole grid as one tile (one
+work-item, row-major: compiled C on one core). Every split's output is compared bit for bit with the sequential run's (a real program's) or the first
 split's (a synthetic instance's, whose sequential run would take longer than all its splits). The
 input arrays are uploaded before the clock starts; the output's transfers are timed.
 
@@ -24,7 +24,7 @@ predicted best split all on the CPU and all on the GPUs, read from the measureme
 `imagecl tune` measures them first; the other models see no measurement of the program.
 Each model's share of the best split is reported twice: as measured, and pooled (splits that run
 the grid the same way, e.g. a band over the whole grid with any CPU tile, taken as one: the
-fastest of their measurements), which older files with such duplicates need.
+median of their measurements), which older files with such duplicates need.
 
 `--from FILE` evaluates the models on a stored output of this script, without a device
 (`--out` then names the evaluation's JSON; a Markdown summary is written beside it).
@@ -52,7 +52,7 @@ FULL = {"dims": [256, 1024, 2560], "tsizes": [1, 16, 128, 512], "dsizes": [1, 4]
         "repeats": 3}
 QUICK = {"dims": [24, 48], "tsizes": [1, 200], "dsizes": [1, 4], "real_sizes": [40],
          "cpu_tiles": [4, 16], "gpu_tiles": [1, 4], "halos": [1, 4], "repeats": 3}
-SLOWER_THAN = 3.0  # a split whose warm-up took this many times the best median so far is timed once
+SLOWER_THAN = 3.0  # a split whose warm-up and next run took this many times the best median so far: timed once
 REAL = {"needleman_wunsch": {"match": 2, "mismatch": -1, "gap": 1}, "lcs": {}, "dtw": {},
         "wavefront_synthetic": {"tsize": 256}}
 
@@ -107,15 +107,17 @@ def _judge(model, record, profiled: bool = False) -> dict:
     measured = {Split.of(s): t for s, t in record["splits"]}
     w, h = record["width"], record["height"]
     features = wm.Features(w, h, record["work"], record["data"])
+    # the measuring host's GPUs: its split space went up to all of them, so its measured splits do
+    gpus = max(s.gpu_count for s in measured)
     if profiled:
-        profiles = cm.profile_splits(model, features, list(measured))
+        profiles = cm.profile_splits(model, features, list(measured), gpus)
         model = cm.calibrated(model, features, {s: measured[s] for s in profiles})
-    choice = model.choose(features, list(measured))
+    choice = model.choose(features, list(measured), gpus)
     row = {"name": record["name"], "width": w, "split": choice.as_config(), "share": wm.share(choice, measured),
            "share_pooled": wm.pooled_share(choice, measured, w, h)}
     if hasattr(model, "rank"):  # the first three distinct executions, pooled (older files measured some twice)
         top: dict = {}
-        for s in model.rank(features, list(measured)):
+        for s in model.rank(features, list(measured), gpus):
             top.setdefault(same_execution(s, w, h), s)
             if len(top) == 3:
                 break
@@ -187,7 +189,7 @@ def markdown(result: dict, source: str) -> str:
     lines = [f"# Wavefront split prediction ({result['date']})", "",
              f"Measurements: `{source}` ({result['devices']}); {len(result['instances'])} instances.",
              "Share of the best measured split's speed; 'pooled': splits that run the grid the same way "
-             "taken as one (the fastest of their measurements); 'first 3': the best of the model's first "
+             "taken as one (the median of their measurements); 'first 3': the best of the model's first "
              "three picks that are distinct executions, pooled (what the live tuner measures first).", "",
              "| model | real mean | real worst | real mean, pooled | real worst, pooled | real, first 3 | "
              "held-out synthetic mean | worst | pooled mean | pooled worst |",

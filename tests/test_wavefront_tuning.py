@@ -55,11 +55,11 @@ def test_models_find_the_fast_splits_of_a_known_law(name):
     for dim, work in [(256, 3e-8), (768, 3e-7), (1536, 5e-9), (700, 2e-6)]:
         f = wm.Features(dim, dim, work, 4)
         measured = {s: law(f, s) for s in split_space(dim, dim, 2)}
-        shares.append(wm.share(model.choose(f, list(measured)), measured))
+        shares.append(wm.share(model.choose(f, list(measured), gpus=2), measured))
     assert min(shares) > 0.75 and sum(shares) / len(shares) > 0.85, shares
     if name != "seed_trees":  # the performance models rank every candidate
         f = wm.Features(768, 768, 3e-7, 4)
-        ranked = model.rank(f, split_space(768, 768, 2))
+        ranked = model.rank(f, split_space(768, 768, 2), gpus=2)
         assert law(f, ranked[0]) < law(f, ranked[-1])
 
 
@@ -73,8 +73,9 @@ def test_a_model_that_ignores_the_instance_does_worse():
     for work in (1e-9, 1e-6):
         f = wm.Features(512, 512, work, 4)
         measured = {s: law(f, s) for s in split_space(512, 512, 2)}
-        seeing.append(wm.share(seeing_model.choose(f, list(measured)), measured))
-        not_seeing.append(wm.share(blind_model.choose(wm.Features(512, 512, 1e-8, 4), list(measured)), measured))
+        seeing.append(wm.share(seeing_model.choose(f, list(measured), gpus=2), measured))
+        not_seeing.append(wm.share(blind_model.choose(wm.Features(512, 512, 1e-8, 4), list(measured), gpus=2),
+                                   measured))
     seeing, not_seeing = min(seeing), min(not_seeing)
     assert seeing > not_seeing
 

@@ -27,11 +27,13 @@ shared memory bandwidth can make differ from the device's compute units).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..errors import ConfigError
 from .split import Split, check_for, phases, strips
 
 TERMS = (
@@ -177,6 +179,12 @@ class Terms:
     cost: dict[str, float]
     cpu_units: int
     residual: float = 0.0  # root mean square of the relative error on the training splits
+    unseen: frozenset = frozenset()  # terms no training split had: their cost is unknown, not 0
+
+    def known(self, split: Split, inst: Instance) -> bool:
+        """Whether every term `split` needs on `inst` has a fitted cost."""
+        b = basis(split, inst, self.cpu_units)
+        return not any(b[t] > 0 for t in self.unseen)
 
     def predict(self, split: Split, inst: Instance) -> float:
         b = basis(split, inst, self.cpu_units)
@@ -186,11 +194,17 @@ class Terms:
 def fit_terms(samples: Sequence[tuple[Split, Instance, float]], cpu_units: Optional[int] = None) -> Terms:
     """The costs that minimise the relative error of the predicted times of `samples` (split,
     instance, measured seconds), each cost >= 0; the CPU's cores as given, else the count of
-    CPU_UNITS that fits best."""
+    CPU_UNITS that fits best. ConfigError when the samples cannot identify the costs."""
     from scipy.optimize import nnls
 
     if not samples:
         raise ValueError("no measured splits to fit the wavefront cost model on")
+    instances = len({inst for _, inst, _ in samples})
+    if instances < 2:
+        # one instance's work and data per point are constants: its per-point and per-byte costs
+        # cannot be told apart, and neither can what a heavier or lighter program would cost
+        raise ConfigError("the wavefront cost model needs measured splits of two or more synthetic instances "
+                          f"to fit its costs; got {instances}")
     seconds = np.array([t for _, _, t in samples], dtype=float)
     # everything but the CPU's critical path once; the critical path for each core count
     rows, index, counts, areas, shares, works, datas = [], [], [], [], [], [], []
@@ -222,12 +236,33 @@ def fit_terms(samples: Sequence[tuple[Split, Instance, float]], cpu_units: Optio
         coef = coef / scale
         residual = float(np.sqrt(np.mean((X @ coef - 1.0) ** 2)))
         if best is None or residual < best.residual:
-            best = Terms(dict(zip(TERMS, map(float, coef))), units, residual)
+            unseen = frozenset(t for t, column in zip(TERMS, X.T) if not column.any())
+            best = Terms(dict(zip(TERMS, map(float, coef))), units, residual, unseen)
+            rank = int(np.linalg.matrix_rank(X / scale))
+    if len(samples) <= rank:
+        # as many unknowns as equations: any core count fits exactly, the costs are one solution of many
+        raise ConfigError(f"{len(samples)} measured splits cannot identify the wavefront cost model's {rank} "
+                          "terms they use: measure more splits or instances (benchmarks/wavefront_split.py)")
     return best
 
 
 def _instance(record: Mapping[str, Any]) -> Instance:
     return Instance(int(record["width"]), int(record["height"]), float(record["work"]), int(record["data"]))
+
+
+def _samples(record: Mapping[str, Any]) -> list[tuple[Split, Instance, float]]:
+    """A record's measured splits; a time that is no positive finite number of seconds is a
+    ConfigError naming the instance and the split (None: not measured, skipped)."""
+    inst, out = _instance(record), []
+    for s, t in record["splits"]:
+        if t is None:
+            continue
+        seconds = t if isinstance(t, (int, float)) and not isinstance(t, bool) else math.nan
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise ConfigError(f"wavefront instance {record.get('name', '?')!r}: split {s} has the time {t!r}; "
+                              "a measured time is a positive number of seconds")
+        out.append((Split.of(s), inst, float(seconds)))
+    return out
 
 
 class CostModel:
@@ -240,20 +275,23 @@ class CostModel:
         self.terms: Optional[Terms] = None
 
     def fit(self, records: Sequence[Mapping[str, Any]]) -> "CostModel":
-        samples = [(Split.of(s), _instance(r), float(t)) for r in records for s, t in r["splits"] if t is not None]
-        self.terms = fit_terms(samples)
+        self.terms = fit_terms([sample for r in records for sample in _samples(r)])
         return self
 
     def predict(self, features, split: Split) -> float:
         return self.terms.predict(split, Instance(features.width, features.height, features.work, features.data))
 
-    def rank(self, features, candidates: Sequence[Split], gpus: Optional[int] = None) -> list[Split]:
-        """The legal candidates (legal_splits), predicted fastest first; ties keep the candidates' order."""
+    def rank(self, features, candidates: Sequence[Split], gpus: int) -> list[Split]:
+        """The candidates legal with `gpus` GPUs (legal_splits), predicted fastest first; ties keep the
+        candidates' order. Those that need a term the training never had (e.g. swaps, trained on one
+        GPU) come last: their predicted time leaves that cost out, they are measured, not chosen."""
         legal = legal_splits(candidates, features.width, features.height, gpus)
+        inst = Instance(features.width, features.height, features.work, features.data)
         times = [self.predict(features, s) for s in legal]
-        return [legal[i] for i in np.argsort(times, kind="stable")]
+        unknown = [not self.terms.known(s, inst) for s in legal]
+        return [legal[i] for i in np.lexsort((times, unknown))]
 
-    def choose(self, features, candidates: Sequence[Split], gpus: Optional[int] = None) -> Split:
+    def choose(self, features, candidates: Sequence[Split], gpus: int) -> Split:
         ranked = self.rank(features, candidates, gpus)
         if not ranked:
             raise ValueError("no legal wavefront split among the candidates")
@@ -274,7 +312,7 @@ def all_on_gpus(split: Split, width: int, height: int) -> bool:
     return split.gpu_count > 0 and ph.lo == 0 and ph.hi == ph.diagonals - 1
 
 
-def profile_splits(model: "CostModel", features, candidates: Sequence[Split], gpus: Optional[int] = None) -> list:
+def profile_splits(model: "CostModel", features, candidates: Sequence[Split], gpus: int) -> list:
     """The alone-profiles that calibrate the model to a real program: its predicted fastest split
     all on the CPU, and all on the GPUs (where a candidate is)."""
     ranked = model.rank(features, candidates, gpus)
@@ -305,19 +343,17 @@ def calibrated(model: "CostModel", features, profiles: Mapping[Split, float]) ->
         for t in side:
             cost[t] = model.terms.cost[t] * scale
     out = CostModel(model.seed)
-    out.terms = Terms(cost, model.terms.cpu_units, model.terms.residual)
+    out.terms = Terms(cost, model.terms.cpu_units, model.terms.residual, model.terms.unseen)
     return out
 
 
-def legal_splits(candidates: Sequence[Split], width: int, height: int, gpus: Optional[int] = None) -> list[Split]:
-    """The candidates that can run on this grid (with `gpus` GPUs; default: as many as any asks)."""
-    from ..errors import ConfigError
-
-    available = max((s.gpu_count for s in candidates), default=0) if gpus is None else gpus
+def legal_splits(candidates: Sequence[Split], width: int, height: int, gpus: int) -> list[Split]:
+    """The candidates that can run on this grid with `gpus` GPUs (the system's count: a default
+    taken from the candidates would let every candidate pass)."""
     out = []
     for s in candidates:
         try:
-            check_for(s, width, height, available)
+            check_for(s, width, height, gpus)
         except ConfigError:
             continue
         out.append(s)

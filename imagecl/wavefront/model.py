@@ -97,13 +97,21 @@ class PerfModel:
         self.model = model.fit(np.array(X), np.array(y))
         return self
 
-    def rank(self, features: Features, candidates: Sequence[Split]) -> list[Split]:
+    def rank(self, features: Features, candidates: Sequence[Split], gpus: int) -> list[Split]:
+        from .cost_model import legal_splits
+
+        candidates = legal_splits(candidates, features.width, features.height, gpus)
+        if not candidates:
+            return []
         X = np.array([features.vector() + split_vector(s, features.width, features.height) for s in candidates])
         mean, _ = self.model.predict(X)
         return [candidates[i] for i in np.argsort(mean, kind="stable")]
 
-    def choose(self, features: Features, candidates: Sequence[Split]) -> Split:
-        return self.rank(features, candidates)[0]
+    def choose(self, features: Features, candidates: Sequence[Split], gpus: int) -> Split:
+        ranked = self.rank(features, candidates, gpus)
+        if not ranked:
+            raise ValueError("no legal wavefront split among the candidates")
+        return ranked[0]
 
 
 class SeedTrees:
@@ -127,7 +135,12 @@ class SeedTrees:
                       for i in range(Y.shape[1])]
         return self
 
-    def choose(self, features: Features, candidates: Sequence[Split]) -> Split:
+    def choose(self, features: Features, candidates: Sequence[Split], gpus: int) -> Split:
+        from .cost_model import legal_splits
+
+        candidates = legal_splits(candidates, features.width, features.height, gpus)
+        if not candidates:
+            raise ValueError("no legal wavefront split among the candidates")
         want = np.array([t.predict(np.array([features.vector()]))[0] for t in self.trees])
         have = np.array([split_vector(s, features.width, features.height) for s in candidates])
         return candidates[int(np.argmin((((have - want) / self.scale) ** 2).sum(axis=1)))]
@@ -202,13 +215,16 @@ def _trained(path: str, stamp: float, name: str):
 
     with open(path) as f:
         data = json.load(f)
+    from ..errors import ConfigError
+
     records = [r for r in data.get("instances", []) if r.get("kind") == "synthetic" and r.get("splits")]
     if not records:
-        from ..errors import ConfigError
-
         raise ConfigError(f"{path}: no measured synthetic wavefront instance to train the split model on "
                           "(a benchmarks/wavefront_split.py output is expected)")
-    return make(name).fit(records), data.get("grid", {})
+    try:
+        return make(name).fit(records), data.get("grid", {})
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
 
 
 def trained_from(path: str, name: str = DEFAULT_MODEL):
@@ -233,7 +249,8 @@ def predict_installed(program, arguments: Mapping[str, Any], devices, size: tupl
     cache = program.__dict__.setdefault("_wavefront_predictions", {})
     if key not in cache:  # the calibration runs once per program, size and scalars
         features = Features(size[0], size[1], work_per_point(program, scalars, devices), data_per_point(program))
-        cache[key] = model.choose(features, candidates(size[0], size[1], len(devices.gpus), grid))
+        gpus = len(devices.gpus)
+        cache[key] = model.choose(features, candidates(size[0], size[1], gpus, grid), gpus)
     return cache[key]
 
 
@@ -244,14 +261,15 @@ def share(choice: Split, measured: Mapping[Split, float]) -> float:
 
 def pooled_share(choice: Split, measured: Mapping[Split, float], width: int, height: int) -> float:
     """share() with the splits that run the grid the same way (split.same_execution) taken as one,
-    timed by the fastest of their measurements: what the choice is worth without the luck of which
-    of several measurements of one execution it names."""
+    timed by the median of their measurements: what the choice is worth without the luck of which
+    of several measurements of one execution it names (the minimum would favour executions
+    measured more often: the least of k noisy runs is biased low)."""
     from .split import same_execution
 
-    pooled: dict[tuple, float] = {}
+    groups: dict[tuple, list[float]] = {}
     for split, seconds in measured.items():
-        key = same_execution(split, width, height)
-        pooled[key] = min(pooled.get(key, math.inf), seconds)
+        groups.setdefault(same_execution(split, width, height), []).append(seconds)
+    pooled = {key: float(np.median(times)) for key, times in groups.items()}
     return min(pooled.values()) / pooled[same_execution(choice, width, height)]
 
 

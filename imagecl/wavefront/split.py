@@ -117,12 +117,13 @@ def _all_on_gpus(band: int, width: int, height: int) -> bool:
 
 
 def same_execution(split: Split, width: int, height: int) -> tuple:
-    """A key equal for splits that run this grid the same way: with the whole grid on the GPUs the
-    CPU tile is never used (measuring such splits apart only measures noise)."""
-    fields = tuple(getattr(split, f) for f in FIELDS)
-    if split.gpu_count > 0 and split.band >= 0 and _all_on_gpus(split.band, width, height):
-        return (0,) + fields[1:]
-    return fields
+    """A key equal for splits that run this grid the same way: the band by the diagonals it covers
+    (bands wider than the grid are one), and with the whole grid on the GPUs no CPU tile, which is
+    never used (measuring such splits apart only measures noise)."""
+    s = split.canonical()
+    ph = phases(s, width, height)
+    cpu_tile = 0 if ph.on_gpu and ph.lo == 0 and ph.hi == ph.diagonals - 1 else s.cpu_tile
+    return (cpu_tile, ph.lo, ph.hi, s.gpu_tile, s.gpu_count, s.halo)
 
 
 def band_values(width: int, height: int) -> list[int]:

@@ -30,7 +30,7 @@ class Measured:
     wrong: list = field(default_factory=list)  # splits whose output differed from the reference
     reference: Optional[np.ndarray] = None
     spread: dict = field(default_factory=dict)  # Split -> (slowest - fastest) / median of its timed runs
-    once: list = field(default_factory=list)  # splits timed by their warm-up run only (far slower than the best)
+    once: list = field(default_factory=list)  # splits timed by one run after the warm-up (far slower than the best)
 
 
 def measure_splits(program, arguments: Mapping[str, Any], devices: Devices, splits: Sequence[Split],
@@ -40,8 +40,9 @@ def measure_splits(program, arguments: Mapping[str, Any], devices: Devices, spli
     computed first when missing, or without `sequential_reference` with the first measured
     split's), then timed `repeats` times (wall clock: transfers and launches, not the build); its
     time is the median, and a spread over RETIME_SPREAD times it `repeats` times more. With
-    `slower_than` f, a split whose warm-up took over f times the best median so far keeps the
-    warm-up's time (listed in `once`): where it stands is clear, timing it again buys nothing."""
+    `slower_than` f, a split whose warm-up took over f times the best median so far is run once more,
+    and if that run too takes over f times the best, its time is kept alone (listed in `once`):
+    where it stands is clear, timing it again buys nothing."""
     out = into or Measured()
     if out.reference is None and sequential_reference:
         w, h = _size(program, arguments)
@@ -55,11 +56,17 @@ def measure_splits(program, arguments: Mapping[str, Any], devices: Devices, spli
         elif not np.array_equal(warm.output, out.reference):
             out.wrong.append(split)
         best = min(out.seconds.values(), default=None)
+        times: list[float] = []
         if slower_than is not None and best is not None and warm.seconds > slower_than * best:
-            out.seconds[split], out.spread[split] = warm.seconds, 0.0
-            out.once.append(split)
-            continue
-        times = [run_wavefront(program, arguments, split, devices).seconds for _ in range(max(1, repeats))]
+            # the warm-up carries one-off costs (a work-group function built per local size, clocks
+            # ramping up): only a timed run far slower than the best is taken alone
+            times.append(run_wavefront(program, arguments, split, devices).seconds)
+            if times[0] > slower_than * best:
+                out.seconds[split], out.spread[split] = times[0], 0.0
+                out.once.append(split)
+                continue
+        times += [run_wavefront(program, arguments, split, devices).seconds
+                  for _ in range(max(1, repeats) - len(times))]
         if len(times) > 1 and _spread(times) > RETIME_SPREAD:
             times += [run_wavefront(program, arguments, split, devices).seconds for _ in range(repeats)]
         out.seconds[split], out.spread[split] = float(np.median(times)), _spread(times)
@@ -94,7 +101,8 @@ def tune_split(program, arguments: Mapping[str, Any], devices: Devices, budget: 
     from . import model
 
     width, height = _size(program, arguments)
-    candidates = split_space(width, height, len(devices.gpus))
+    gpus = len(devices.gpus)
+    candidates = split_space(width, height, gpus)
     ranked: list[Split] = []
     path = training or os.environ.get(model.TRAINING_ENV)
     if path:
@@ -102,16 +110,17 @@ def tune_split(program, arguments: Mapping[str, Any], devices: Devices, budget: 
         scalars = {k: v for k, v in arguments.items() if k not in program.info.arrays}
         features = model.Features(width, height, model.work_per_point(program, scalars, devices),
                                   model.data_per_point(program))
-        candidates = model.candidates(width, height, len(devices.gpus), grid) or candidates
-        ranked = trained.rank(features, candidates) if hasattr(trained, "rank") else \
-            [trained.choose(features, candidates)]
+        candidates = model.candidates(width, height, gpus, grid) or candidates
+        ranked = trained.rank(features, candidates, gpus) if hasattr(trained, "rank") else \
+            [trained.choose(features, candidates, gpus)]
     measured = Measured()
     if ranked and isinstance(trained, CostModel) and budget >= 3:
         # the program's own speed on each side first: its predicted best split all on the CPU and all on
         # the GPUs, then the cost model calibrated by them ranks the rest
-        profiles = profile_splits(trained, features, candidates)
+        profiles = profile_splits(trained, features, candidates, gpus)
         measure_splits(program, arguments, devices, profiles, repeats, into=measured)
-        ranked = calibrated(trained, features, {s: measured.seconds[s] for s in profiles}).rank(features, candidates)
+        ranked = calibrated(trained, features, {s: measured.seconds[s] for s in profiles}).rank(
+            features, candidates, gpus)
     order = ranked or [Split(cpu_tile=8)] + candidates
     measure_splits(program, arguments, devices, order[: max(1, budget // 2)], repeats, into=measured)
     while len(measured.seconds) < min(budget, len(candidates)):
