@@ -53,6 +53,10 @@ def one_run(space: str, budget: int, batch: int, lie: str, seed: int) -> dict[st
             "seconds": time.perf_counter() - started}
 
 
+def _slowdown(run: dict[str, Any]) -> str:
+    return f"{run['slowdown']:.3f}" if run["slowdown"] is not None else "found nothing"
+
+
 def _fresh(space: str):
     from imagecl.tuner.problem import ReplayProblem
 
@@ -72,19 +76,22 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     statistics and the paired comparison with batch 1 (same space and seed)."""
     from scipy.stats import wilcoxon
 
-    by: dict[tuple, dict[Any, float]] = {}
+    by: dict[tuple, dict[Any, Optional[float]]] = {}  # None: the run found no configuration
     for r in runs:
-        if r["slowdown"] is not None:
-            space, budget, batch, lie, seed = _key(r)
-            by.setdefault((space, budget, batch, lie), {})[seed] = r["slowdown"]
-            by.setdefault((ALL, budget, batch, lie), {})[(space, seed)] = r["slowdown"]
+        space, budget, batch, lie, seed = _key(r)
+        by.setdefault((space, budget, batch, lie), {})[seed] = r["slowdown"]
+        by.setdefault((ALL, budget, batch, lie), {})[(space, seed)] = r["slowdown"]
     rows = []
     for (space, budget, batch, lie), seeds in sorted(by.items(), key=lambda kv: (kv[0][0] == ALL, kv[0])):
-        values = [seeds[s] for s in sorted(seeds)]
+        values = [seeds[s] for s in sorted(seeds) if seeds[s] is not None]
         row: dict[str, Any] = {"space": space, "budget": budget, "batch": batch, "lie": lie if batch > 1 else "-",
-                               "runs": len(values), "median": statistics.median(values),
+                               "runs": len(seeds), "no_result": len(seeds) - len(values)}
+        if not values:
+            rows.append(row)
+            continue
+        row.update({"median": statistics.median(values),
                                "mean": statistics.fmean(values), "worst": max(values),
-                               "found_optimum": sum(v <= 1.0 + 1e-9 for v in values) / len(values)}
+                               "found_optimum": sum(v <= 1.0 + 1e-9 for v in values) / len(values)})
         if batch > 1:
             row.update(_paired(seeds, by.get((space, budget, 1, "believer"), {}), wilcoxon))
         if batch > 1 and lie == "believer":  # the two lies, same batch and seeds
@@ -95,15 +102,19 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _paired(these: dict, those: dict, wilcoxon) -> dict[str, Any]:
     """These slowdowns against those of the same seeds: ratio, better/same/worse, Wilcoxon p."""
-    paired = sorted(set(these) & set(those))
+    common = sorted(set(these) & set(those))
+    paired = [s for s in common if these[s] is not None and those[s] is not None]
+    # a run that found nothing loses to one that found something (and ties with another)
+    lost = sum(these[s] is None and those[s] is not None for s in common)
+    won = sum(these[s] is not None and those[s] is None for s in common)
     if not paired:
         return {}
     ratios = [these[s] / those[s] for s in paired]
     diffs = [these[s] - those[s] for s in paired]
     nonzero = [d for d in diffs if abs(d) > 1e-12]
-    return {"paired": len(paired), "median_ratio": statistics.median(ratios), "mean_ratio": statistics.fmean(ratios),
-            "better": sum(d < -1e-12 for d in diffs), "same": len(diffs) - len(nonzero),
-            "worse": sum(d > 1e-12 for d in diffs),
+    return {"paired": len(common), "median_ratio": statistics.median(ratios), "mean_ratio": statistics.fmean(ratios),
+            "better": sum(d < -1e-12 for d in diffs) + won, "same": len(common) - len(nonzero) - won - lost,
+            "worse": sum(d > 1e-12 for d in diffs) + lost,
             "wilcoxon_p": float(wilcoxon(nonzero).pvalue) if len(nonzero) >= 6 else None}
 
 
@@ -118,7 +129,12 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| space | measurements | batch | lie | runs | median / mean / worst slowdown | found optimum "
              "| vs batch 1 | believer vs constant |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['space']} | {r['budget']} | {r['batch']} | {r['lie']} | {r['runs']} | "
+        if "median" not in r:
+            lines.append(f"| {r['space']} | {r['budget']} | {r['batch']} | {r['lie']} | {r['runs']} | "
+                         "no run found a configuration | - | - | - |")
+            continue
+        missing = f" ({r['no_result']} found nothing)" if r.get("no_result") else ""
+        lines.append(f"| {r['space']} | {r['budget']} | {r['batch']} | {r['lie']} | {r['runs']}{missing} | "
                      f"{r['median']:.3f} / {r['mean']:.3f} / {r['worst']:.3f} | {r['found_optimum']:.2f} | "
                      f"{_cell(r) if 'paired' in r else '-'} | {_cell(r.get('vs_constant', {}))} |")
     return ("Paired columns, same space and seed: median / mean ratio of slowdowns, runs better/same/worse, "
@@ -181,7 +197,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 sink.write(json.dumps(r) + "\n")
                 sink.flush()
                 print(f"{len(runs)}/{len(todo) + len(done)} {r['space']} {r['budget']} b{r['batch']} {r['lie']} "
-                      f"seed {r['seed']}: {r['slowdown']:.3f} ({r['seconds']:.1f} s)", file=sys.stderr)
+                      f"seed {r['seed']}: {_slowdown(r)} ({r['seconds']:.1f} s)", file=sys.stderr)
     rows = summarise(runs)
     report = {"command": " ".join(["python3", "benchmarks/batch_replays.py", *(argv or sys.argv[1:])]),
               "strategy": "hybrid", "cells": rows, "runs": runs}

@@ -24,6 +24,9 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 # non-editable on purpose: the tests then run against what a user installs; the second line
 # reinstalls the package itself, since pip skips an unchanged version number
+# setuptools reuses the checkout's build/lib (git-ignored), so a module deleted from the source
+# would still be installed from it: the package is built from the source as it is
+rm -rf build
 .venv/bin/python -m pip install -q ".[test]"
 .venv/bin/python -m pip install -q --force-reinstall --no-deps .
 echo "imagecl installed in .venv; OpenCL devices:"

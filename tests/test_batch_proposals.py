@@ -1,7 +1,9 @@
 """Batches of proposals (Session.batch): what a tuning run on a cluster of B workers measures at once."""
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -196,3 +198,28 @@ def test_a_centre_given_up_that_failed_when_measured_leaves_the_others():
         session.measure(np.array(row))
     centres = _centres(session, [np.array([2, 2]), np.array([3, 3])], 3)
     assert [tuple(r) for r in centres] == [(5, 5)]  # the only one faster than (3, 3), given up
+
+
+def test_the_replay_report_counts_a_run_that_found_nothing_as_a_loss(tmp_path):
+    """benchmarks/batch_replays.py --report-only over hand-made runs: a replay that found no
+    configuration is reported, not dropped from the pairing (which would favour the cell that
+    fails more often), and loses to a run that found one."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    runs = []
+    for seed, (alone, batched) in enumerate([(1.0, 1.1), (1.2, None), (1.0, 1.0), (1.3, 1.2)]):
+        for batch, slowdown in ((1, alone), (4, batched)):
+            runs.append({"space": "s", "budget": 30, "batch": batch, "lie": "constant", "seed": seed,
+                         "slowdown": slowdown, "evaluations": 30, "seconds": 1.0})
+    out = tmp_path / "r.json"
+    out.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "batch_replays.py"), "--report-only",
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = {(r["space"], r["batch"]): r for r in json.loads(out.read_text())["cells"]}
+    batched = rows["s", 4]
+    assert batched["runs"] == 4 and batched["no_result"] == 1 and batched["worst"] == 1.2
+    assert (batched["better"], batched["same"], batched["worse"]) == (1, 1, 2)
+    assert "1 found nothing" in out.with_suffix(".md").read_text()

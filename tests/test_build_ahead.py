@@ -188,7 +188,8 @@ def test_the_gpu_path_and_the_cluster_path_use_the_one_pool(tmp_path, monkeypatc
                                    get_current_task=lambda: "measure_task-test")
     monkeypatch.setattr(distributed, "get_worker", lambda: worker)
     target = ProgramTarget(prog, args, measurer.device)
-    options = MeasureOptions(build_workers=1, cache_dir=tmp_path / "cluster")
+    # the options `imagecl tune --cluster` sends (prebuild=False: its search's, not the worker's)
+    options = MeasureOptions(prebuild=False, build_workers=1, cache_dir=tmp_path / "cluster")
     setup = {**target.worker_setup(), "run": target.run, "options": options, "any_device": False, "synthetic": None,
              "digest": cluster.arguments_digest(args), "host_workers": {}, "arguments": args, "key": "one-pool-test"}
     try:

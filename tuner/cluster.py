@@ -31,7 +31,7 @@ import re
 import time
 from collections import Counter, deque
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from ..errors import ArgumentError, ImageCLError
@@ -271,7 +271,11 @@ def _worker_measurer(setup: dict) -> Measurer:
         raise ClusterError(f"a worker's device is {target.run.device} ({target.run.driver}), the run is for "
                            f"{setup['run'].device} ({setup['run'].driver}): start every worker with "
                            f"{DEVICE_ENV} naming a device of that kind")
-    measurer = Measurer(target, None, _MemoryStore(), options=setup["options"])
+    # a worker measures whole tasks through its kept pool (which builds the successor's sources
+    # ahead), whatever the client's options: `imagecl tune` sends prebuild=False, meant for its
+    # one-configuration-at-a-time search on this machine, which bypassed the pool altogether
+    options = replace(setup["options"], prebuild=True)
+    measurer = Measurer(target, None, _MemoryStore(), options=options)
     # one pool of builders for the worker's life, its share of this host's cores
     from distributed import get_worker
     from distributed.comm import get_address_host
@@ -280,7 +284,8 @@ def _worker_measurer(setup: dict) -> Measurer:
     device = measurer.device
     measurer.builders = BuildPipeline(measurer.cache, measurer.device_index, device.name.strip(),
                                       device.driver_version.strip(),
-                                      workers=builder_count(setup["options"].build_workers, sharing), keep=True)
+                                      workers=builder_count(options.build_workers, sharing), keep=True,
+                                      wait=options.ahead_wait)
     # what this worker measures with, for the client to compare with its own (once per target)
     measurer.arguments_digest = arguments_digest(arguments)
     _WORKER_MEASURERS[key] = measurer

@@ -210,9 +210,12 @@ class BuildPipeline:
             self.counts["waited_too_long"] += 1
             self.wait = self.wait / 2 if self.wait > 0.25 else 0.0
             return None
-        except Exception:  # noqa: BLE001 - a crashed builder: the worker builds it under its watchdog
-            self.counts["crashed"] += 1
+        except BrokenProcessPool:  # a crashed builder: the worker builds it under
+            self.counts["crashed"] += 1  # its watchdog, and the pool starts again
             self._stop(kill=True)
+            return None
+        except Exception:  # noqa: BLE001 - this build alone failed (the others announced go on)
+            self.counts["failed"] += 1
             return None
         self.counts[built.status] += 1
         self.seconds["generate_cpu"] += built.generate_seconds
