@@ -231,7 +231,7 @@ def test_one_rule_decides_slow_and_contender_at_the_same_bound(factor, side, aud
         assert runner.calls == 2 and len(result["times"]) == 6
     else:  # a contender: rounds until max_repeats
         assert runner.calls > 2 and len(result["times"]) >= 12
-    # an audited configuration over the bound is timed fully and its evidence kept
+    # an audited configuration over the bound is timed (not censored), and its evidence kept
     assert ("audit" in result) == bool(over and factor and audit_every)
     if "audit" in result:
         assert result["audit"]["first"] == runner.seconds and result["audit"]["best"] == BEST
