@@ -68,15 +68,20 @@ _ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5}
 @dataclass
 class _InFlight:
     """A task out on the cluster: its configurations, the successor reserved for its worker,
-    the worker it is pinned to, when it was sent, with the full setup or not, and how often it
-    stalled or was retried after a worker died (when it started: ClusterMeasurer._started)."""
+    where it may run, when it was sent, with the full setup or not, and how often it stalled or
+    was retried after a worker died (when it started: ClusterMeasurer._started)."""
     task: list
     after: Optional[list]
-    worker: Optional[str]
+    placed: Optional[str | list[str]]  # the worker it is pinned to, or the workers it may run on
     sent: float  # when it was sent; moved on by the time the cluster had no worker
     full: bool = False
     stalls: int = 0
     retried: bool = False
+
+    @property
+    def workers(self) -> list[str]:
+        """The workers it may run on (none named: any)."""
+        return [self.placed] if isinstance(self.placed, str) else list(self.placed or [])
 
 
 class _Lost(Exception):
@@ -498,7 +503,7 @@ class ClusterMeasurer:
             if worker is None and self._hung:
                 placed = [w for w in self._device_workers() if w not in self._hung] or None
             future = self._submit(measure_task, task, self.hook, after, full=full, worker=placed)
-            futures[future] = _InFlight(task, after, worker, time.time(), full, stalls, retried)
+            futures[future] = _InFlight(task, after, placed, time.time(), full, stalls, retried)
 
         def successor(entry: _InFlight, worker: Optional[str]) -> Optional[list[dict]]:
             """What the worker that finished goes on with: its reserved task, else the queue's
@@ -533,7 +538,7 @@ class ClusterMeasurer:
             for future, entry in list(futures.items()):
                 if future.done():  # its result is read on the next turn
                     continue
-                gone = entry.worker is not None and entry.worker not in alive
+                gone = bool(entry.workers) and not alive.intersection(entry.workers)
                 limit = self.stall_seconds + 2 * self.options.timeout * len(entry.task)
                 began = self._started.get(str(future.key))
                 # the clock runs from the task's start on its worker; one that never starts (queued
