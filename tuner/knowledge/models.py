@@ -153,8 +153,7 @@ counts is which configurations are faster, not by how much). `caution`: candidat
     def score(self, case_vector: np.ndarray, configs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Predicted seconds and failure probability of each encoded configuration (rows of
         `configs`) of the case `case_vector`."""
-        X = pair_matrix(np.repeat(case_vector[None, :], len(configs), axis=0), configs, self.launch,
-                        self.relative)
+        X = self._pairs(case_vector, configs)
         level, log_scale = self.level.predict(case_vector[None, :])[0]
         seconds = np.exp(self._relative(X) * math.exp(log_scale) + level)
         if self.classifier is not None:
@@ -176,10 +175,14 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         members = getattr(self.regressor, "estimators_", None)
         if members is None:
             return None
-        X = pair_matrix(np.repeat(case_vector[None, :], len(configs), axis=0), configs, self.launch,
-                        self.relative)
         _, log_scale = self.level.predict(case_vector[None, :])[0]
+        X = self._pairs(case_vector, configs)
         return np.stack([m.predict(X) for m in members]).std(axis=0) * math.exp(log_scale)
+
+    def _pairs(self, case_vector: np.ndarray, configs: np.ndarray) -> np.ndarray:
+        """The model's input for each encoded configuration of one case (as in training)."""
+        return pair_matrix(np.repeat(case_vector[None, :], len(configs), axis=0), configs, self.launch,
+                           self.relative)
 
     def rank(self, case_vector: np.ndarray, configs: np.ndarray, refused: Optional[np.ndarray] = None
              ) -> tuple[np.ndarray, np.ndarray]:
