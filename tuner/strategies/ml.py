@@ -32,7 +32,7 @@ from .neighbours import _best_rows
 from .ranking import PICKS, Observation, _FailureModel, _Ranker, _skip_mask
 from .design import code_shape_levels
 from .sampling import _seed_rows, _spread_sample, _unmeasured_sample
-from .budget import AHEAD, LIES, BudgetExhausted, Result, Session
+from .budget import AHEAD, BudgetExhausted, Result, Session
 
 
 def _phi(z: float) -> float:
@@ -79,8 +79,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     to beat, but the Result lists only this run's measurements, so a caller passing `prior`
     should compare the result with the prior's best.
     """
-    _check_options(sample_fraction, threshold, local_share, pick, probe, min_gain, lie)
-    session = Session(problem, budget, lie=lie)
+    _check_options(sample_fraction, threshold, local_share, pick, probe, min_gain)
+    session = Session(problem, budget, lie=lie)  # which checks the lie
     seed = int(rng.integers(2 ** 31))
     info: dict[str, Any] = {"strategy": "ml", "model": model, "threshold": threshold, "retrains": 0}
     try:
@@ -116,7 +116,7 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
 
 
 def _check_options(sample_fraction: float, threshold: float, local_share: float, pick: str, probe: str,
-                   min_gain: float, lie: str = "constant") -> None:
+                   min_gain: float) -> None:
     if not 0 < sample_fraction <= 1:
         raise ValueError("sample_fraction must be in (0, 1]")
     if not 0 <= threshold <= 1:
@@ -129,8 +129,6 @@ def _check_options(sample_fraction: float, threshold: float, local_share: float,
         raise ValueError(f"probe must be one of {', '.join(PROBES)}, got {probe!r}")
     if not 0 <= min_gain < 1:
         raise ValueError(f"min_gain must be in [0, 1), got {min_gain!r}")
-    if lie not in LIES:
-        raise ValueError(f"lie must be one of {', '.join(LIES)}, got {lie!r}")
 
 
 def _first_stage(problem: Problem, session: Session, rng: np.random.Generator, stage1: int,
