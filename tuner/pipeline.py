@@ -181,18 +181,21 @@ class BuildPipeline:
         if not self.keep:
             raise ValueError("building ahead needs a kept pool (keep=True)")
         self._drop_unwanted(jobs)
-        queued = 0
+        before = self.counts["announced"]
         try:
             pool = self._start(len(jobs))
             with main_module_hidden():  # the pool starts its processes as jobs are submitted
-                for name, job in jobs.items():
-                    if name not in self._queued:
-                        self._submit(pool, name, job)
-                        queued += 1
+                self._queue_ahead(pool, jobs)
         except RuntimeError:  # a broken pool (a builder crashed): the worker builds the rest itself
             self._stop(kill=True)
-        self.counts["announced"] += queued
-        return queued
+        return self.counts["announced"] - before
+
+    def _queue_ahead(self, pool: concurrent.futures.ProcessPoolExecutor, jobs: Mapping[str, Job]) -> None:
+        """Submit the `jobs` not queued already, for a later `take` or `results` (counted as announced)."""
+        for name, job in jobs.items():
+            if name not in self._queued:
+                self._submit(pool, name, job)
+                self.counts["announced"] += 1
 
     def take(self, name: str) -> Optional[Built]:
         """The build of `name` if it was announced, waited for up to `wait` seconds; None when it
@@ -235,10 +238,7 @@ class BuildPipeline:
                 if self.keep:
                     later = {name: job for name, job in (ahead or {}).items() if name not in pending}
                     self._drop_unwanted(set(pending) | set(later))
-                    for name, job in later.items():
-                        if name not in self._queued:
-                            self._submit(pool, name, job)
-                            self.counts["announced"] += 1
+                    self._queue_ahead(pool, later)
             crashed: dict[str, Job] = {}
             taken = set()
             # a job waits for the ones ahead of it: the whole queue's share of the timeout
@@ -368,7 +368,6 @@ def _build_job(device: tuple[int, str, str], cache_dir: str, name: str, job: Job
         cache.put_error(key, log or "unknown build error")
         done.status = "rejected"
     return done
-
 
 
 def _warm(device_index: int) -> None:
