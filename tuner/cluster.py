@@ -32,7 +32,7 @@ import time
 from collections import Counter, deque
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from ..errors import ArgumentError, ImageCLError
 from .engine import MeasureOptions, Measurer, Summary
@@ -72,16 +72,11 @@ class _InFlight:
     was retried after a worker died (when it started: ClusterMeasurer._started)."""
     task: list
     after: Optional[list]
-    placed: Optional[str | list[str]]  # the worker it is pinned to, or the workers it may run on
+    workers: list[str]  # the workers it may run on: the one it is pinned to, or several; none: any
     sent: float  # when it was sent; moved on by the time the cluster had no worker
     full: bool = False
     stalls: int = 0
     retried: bool = False
-
-    @property
-    def workers(self) -> list[str]:
-        """The workers it may run on (none named: any)."""
-        return [self.placed] if isinstance(self.placed, str) else list(self.placed or [])
 
 
 class _Lost(Exception):
@@ -391,22 +386,20 @@ class ClusterMeasurer:
             raise ClusterError(f"the cluster has no worker with the resource '{RESOURCE}' (start each with "
                                f"--resources {RESOURCE}=1 and {DEVICE_ENV} naming its device)")
 
-    def _submit(self, function: Callable, *args: Any, full: bool = False,
-                worker: Optional[str | list[str]] = None) -> Any:
+    def _submit(self, function: Callable, *args: Any, full: bool = False, workers: Sequence[str] = ()) -> Any:
         """A task on one device worker, with the target's setup: the light one (no large
         arrays), or the `full` one for a worker that said it lacks them. The setup goes with
         the task, not as scattered data or a task of its own: either makes the tasks depend on
         it, and Dask then hands all of them to workers at once, so a worker's death is blamed
         on every task it held (and scattered data dies with its workers).
 
-        `worker`: the task runs there and nowhere else. Never a loose restriction: when the
+        `workers`: the task runs there and nowhere else. Never a loose restriction: when the
         named worker is gone, Dask places a loosely restricted task on any worker, one without
         a device included, and one that became unrunnable while no worker was up is never
         looked at again (the client waited forever); `measure` sends a task whose worker is
-        gone again, unpinned. A list: any of those workers."""
+        gone again, unpinned."""
         setup = self._full_setup if full else self._light_setup
-        names = [worker] if isinstance(worker, str) else list(worker or [])
-        placed = {"workers": names, "allow_other_workers": False} if names else {}
+        placed = {"workers": list(workers), "allow_other_workers": False} if workers else {}
         return self.client.submit(function, setup, *args, resources={RESOURCE: 1}, pure=False, **placed)
 
     def _device_workers(self) -> list[str]:
@@ -499,11 +492,17 @@ class ClusterMeasurer:
                  stalls: int = 0, retried: bool = False) -> None:
             if after is _RESERVE:
                 after = take(worker)
-            placed: Optional[str | list[str]] = worker
-            if worker is None and self._hung:
-                placed = [w for w in self._device_workers() if w not in self._hung] or None
-            future = self._submit(measure_task, task, self.hook, after, full=full, worker=placed)
+            if worker:
+                placed = [worker]
+            else:  # any worker, but none a stalled task still holds
+                placed = [w for w in self._device_workers() if w not in self._hung] if self._hung else []
+            future = self._submit(measure_task, task, self.hook, after, full=full, workers=placed)
             futures[future] = _InFlight(task, after, placed, time.time(), full, stalls, retried)
+
+        def again(entry: _InFlight, stalls: Optional[int] = None) -> None:
+            """`entry`'s task sent again as it was, unpinned (its worker gone, its result lost, or stalled)."""
+            send(entry.task, entry.after, full=entry.full, stalls=entry.stalls if stalls is None else stalls,
+                 retried=entry.retried)
 
         def successor(entry: _InFlight, worker: Optional[str]) -> Optional[list[dict]]:
             """What the worker that finished goes on with: its reserved task, else the queue's
@@ -555,14 +554,14 @@ class ClusterMeasurer:
                 future.cancel()
                 if gone:
                     self.sent_again["worker gone"] += 1
-                    send(entry.task, entry.after, full=entry.full, stalls=entry.stalls, retried=entry.retried)
+                    again(entry)
                     continue
                 note = (f"a task of {len(entry.task)} configuration(s) was not done after "
                         f"{now - (began or entry.sent):.0f} s on its worker (a hung worker?)")
                 if entry.stalls == 0:
                     self._note(f"{note}: sent again to another worker")
                     self.sent_again["stalled"] += 1
-                    send(entry.task, entry.after, full=entry.full, stalls=1, retried=entry.retried)
+                    again(entry, stalls=1)
                     continue
                 self._note(f"{note}, twice: recorded as timeouts without a limit (a later run measures "
                            "them again)")
@@ -621,7 +620,7 @@ class ClusterMeasurer:
                         # run it again where it was pinned, a worker that is gone
                         future.cancel()
                         self.sent_again["lost"] += 1
-                        send(entry.task, entry.after, full=entry.full, stalls=entry.stalls, retried=entry.retried)
+                        again(entry)
                         continue
                     except Exception as exc:  # noqa: BLE001 - a task's failure is its configurations' record
                         if isinstance(exc, ClusterError):
