@@ -19,10 +19,11 @@ phases (kept in DB.calls.json):
 times the best so far as `slow` after that one launch (tuner/censor.py); every `--audit-every`-th
 of them (by a hash of its configuration) is timed fully anyway, and the summary gives the
 smallest such true median over the best at the time. So that censoring bites from the start,
-`--warm N` configurations (a seeded random sample) are measured first. `--probe F` (off by
-default) launches that part of a variant's work-groups before its checked launch: a probe over the
-bound already censors it (unchecked: a part of the work should never take longer than all of it,
-which the audit checks as its largest probe / true median). A worst audited ratio near or below 1
+`--warm N` configurations (a seeded random sample) are measured first. `--probe F` (0.25 on a GPU,
+off on PoCL by default) launches that part of a variant's work-groups before its checked launch: a
+probe over the bound already censors it (unchecked: a part of the work should never take longer
+than all of it, which the audit checks as its largest probe / true median; on the H100 the largest
+was 0.915, BENCHMARKS.md). A worst audited ratio near or below 1
 means censoring hid a contender (PoCL compiles a kernel inside its first launches): the summary
 says so, and such a run is measured again with --censor 0.
 """
@@ -90,6 +91,12 @@ def _reason(error: str) -> str:
     return error.split("): ", 1)[1] if "): " in error else error
 
 
+def default_probe(device) -> float:
+    """A quarter of the work-groups on a GPU (sound on the H100: BENCHMARKS.md); none on PoCL,
+    whose first launches compile the kernel for their shape."""
+    return 0.0 if "Portable Computing Language" in device.platform.name else 0.25
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None)
@@ -114,16 +121,18 @@ def main(argv=None) -> int:
                              "not timed further (default 4; 0: off)")
     parser.add_argument("--audit-every", type=int, default=50,
                         help="time every Nth would-be-censored configuration fully anyway (default 50; 0: none)")
-    parser.add_argument("--probe", type=float, default=0.0,
+    parser.add_argument("--probe", type=float, default=None,
                         help="with --censor: first launch this part of the work-groups (e.g. 0.25); over the bound, "
-                             "the configuration is censored without its checked launch (default 0: off; see "
-                             "docs/kernel-tuning.md: unsound on PoCL)")
+                             "the configuration is censored without its checked launch (default: 0.25 on a GPU, "
+                             "0 (off) on PoCL, where a first launch includes compilation: docs/kernel-tuning.md)")
     parser.add_argument("--warm", type=int, default=300,
                         help="measure this many configurations first, so that censoring has a best (default 300)")
     args = parser.parse_args(argv)
 
     t0 = time.time()
     device = select_device(args.device)
+    if args.probe is None:
+        args.probe = default_probe(device)
     prog = imagecl.load(args.program)
     shape = parse_size(args.size)
     arguments, _ = synthetic_arguments(prog, shape, {}, seed=args.seed, device=device)

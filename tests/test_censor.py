@@ -128,11 +128,28 @@ def test_the_exhaustive_benchmark_reports_sources_censoring_and_the_audit(tmp_pa
     assert result["stored"] == 16 == sum(result["statuses"].values()) and result["complete"]
     assert 0 < result["distinct_sources_space"] <= 16
     censor = result["censor"]
+    assert censor["probe"] == 0.0  # PoCL: no probe unless asked (its first launches compile)
     assert censor["censored"] == result["statuses"].get(SLOW, 0) == 0  # every would-be-censored one audited
     assert censor["audited"] == len(result["this_call"]["audits"])
     if censor["audited"]:
         assert censor["audit_worst_ratio"] == min(a["ratio"] for a in result["this_call"]["audits"])
     assert result["best_ms"] is not None and result["statuses"].get("ok", 0) >= 1
+
+
+def test_the_exhaustive_benchmark_probes_a_quarter_on_a_gpu_and_nothing_on_pocl():
+    import importlib.util
+    from types import SimpleNamespace
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "exhaustive.py"
+    spec = importlib.util.spec_from_file_location("exhaustive_benchmark", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def device(platform):
+        return SimpleNamespace(platform=SimpleNamespace(name=platform))
+
+    assert module.default_probe(device("NVIDIA CUDA")) == 0.25
+    assert module.default_probe(device("Portable Computing Language")) == 0.0
 
 
 def test_probe_global_cuts_the_axis_with_the_most_work_groups():
