@@ -270,3 +270,27 @@ def test_ctrl_c_during_a_measurement_leaves_no_process_and_keeps_the_results(tmp
         pytest.fail("processes of the interrupted run are still alive")
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] >= count
+
+
+def test_a_measuring_worker_whose_engine_is_gone_exits_without_a_traceback(tmp_path):
+    """The engine closes its end of the pipe while its worker starts (a run stopped early): the
+    worker's answer finds no reader, and the worker leaves quietly, printing nothing."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "orphan.py"
+    script.write_text(
+        "import multiprocessing as mp\n"
+        "from imagecl.tuner.worker import worker_main\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = mp.get_context('spawn')\n"
+        "    parent, child = ctx.Pipe()\n"
+        "    worker = ctx.Process(target=worker_main, args=(child, {'device_index': 10**6}))\n"
+        "    worker.start()\n"
+        "    child.close()\n"
+        "    parent.close()\n"
+        "    worker.join(120)\n"
+        "    print('exit', worker.exitcode)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert done.stdout.strip() == "exit 0"
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

@@ -36,6 +36,13 @@ def classify(exc: BaseException) -> str:
 def worker_main(conn, setup: dict) -> None:
     """Entry point of the worker process (multiprocessing, 'spawn')."""
     try:
+        _serve(conn, setup)
+    except (BrokenPipeError, ConnectionResetError):
+        return  # the engine closed its end (a run stopped, its process exiting): no one to answer
+
+
+def _serve(conn, setup: dict) -> None:
+    try:
         from imagecl.runtime.devices import _all_devices
 
         from .buildcache import BuildCache
