@@ -319,7 +319,7 @@ def test_two_alone_profiles_calibrate_the_model_to_a_program_slower_on_the_cpu_t
     all on the CPU and all on the GPU it predicts both exactly and picks the true best split."""
     model = wm.make(wm.COST_MODEL).fit(records())
     slow_cpu = {t: c * 3 if t in cm.CPU_TERMS else c for t, c in KNOWN.items()}
-    dim, work = 512, 3e-8
+    dim, work = 512, 2e-8
     inst, features = cm.Instance(dim, dim, work, 4), wm.Features(dim, dim, work, 4)
     candidates = split_space(dim, dim, 1, **GRID)
     truth = {s: known_time(s, inst, slow_cpu) for s in candidates}

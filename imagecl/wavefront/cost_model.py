@@ -16,8 +16,10 @@ critical path, bytes moved) times a cost per unit fitted on the system (`Terms`)
   one wave of threads), per inner step of a GPU tile a barrier and a point's work, and the
   band's points' work over the GPUs' throughput; with two or more GPUs the swaps (a fixed cost
   each and their bytes) and the recomputed halo points;
-- the hand-overs: the whole output to each GPU and to the CPU, the band's rows back, a fixed cost
-  per phase boundary, and a fixed cost per run.
+- the hand-overs, as executor.py moves them: the first CPU phase's rectangle to the host and to
+  each GPU, the band's rows back, the rectangle of the last CPU phase (and the two diagonals it
+  reads) to the CPU and back, the whole output from a CPU-only run; a fixed cost per phase
+  boundary, and a fixed cost per run.
 
 The costs are fitted by non-negative least squares on the relative error of the predicted times
 (every unit costs something; the split's time is what matters, not its absolute error). The
@@ -34,7 +36,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .split import Split, check_for, phases, strips
+from .split import Split, check_for, diagonal_box, phases, strips
 
 TERMS = (
     "run",  # one per run: the host's own cost of a run
@@ -43,8 +45,8 @@ TERMS = (
     "cpu_path_bytes",  # bytes of output written on the CPU's critical path
     "cpu_path_visits",  # points visited (tested) on the CPU's critical path
     "cpu_total_work",  # seconds of sequential work of all the CPU phases' points (the cores' throughput)
-    "cpu_copy_bytes",  # the output between the host and the CPU device
-    "gpu_copy_bytes",  # the output to each GPU, the band's rows back
+    "cpu_copy_bytes",  # output rectangles between the host and the CPU device (executor.py)
+    "gpu_copy_bytes",  # the first CPU phase's rectangle to each GPU, the band's rows back
     "handover",  # phase boundaries (CPU to GPU, GPU to CPU)
     "gpu_launch_point",  # launches of one work-item per point (gpu_tile 1)
     "gpu_launch_tile",  # launches of one work-group per tile (gpu_tile > 1)
@@ -131,19 +133,27 @@ def basis(split: Split, inst: Instance, cpu_units: int, parts: Optional[list] = 
     terms["run"] = 1.0
     ph = phases(split, w, h)
     last = ph.diagonals - 1
-    whole = float(w * h * inst.data)
     boundaries = 0
-    if ph.lo > 0:
-        _cpu_phase(terms, split.cpu_tile, 0, min(ph.lo, ph.diagonals) - 1, inst, cpu_units, parts)
-        terms["cpu_copy_bytes"] += whole
-    if ph.on_gpu:
+
+    def box_bytes(dlo: int, dhi: int) -> float:
+        x0, x1, y0, y1 = diagonal_box(dlo, dhi, w, h)
+        return float(max(0, x1 - x0) * max(0, y1 - y0) * inst.data)
+
+    if not ph.on_gpu:
+        _cpu_phase(terms, split.cpu_tile, 0, last, inst, cpu_units, parts)
+        terms["cpu_copy_bytes"] += float(w * h * inst.data)
+    else:
         k = split.gpu_count
         boundaries += (ph.lo > 0) + (ph.hi < last)
+        if ph.lo > 0:
+            _cpu_phase(terms, split.cpu_tile, 0, ph.lo - 1, inst, cpu_units, parts)
+            terms["cpu_copy_bytes"] += box_bytes(0, ph.lo - 1)
+            terms["gpu_copy_bytes"] += k * box_bytes(0, ph.lo - 1)
         if ph.hi < last:
             _cpu_phase(terms, split.cpu_tile, ph.hi + 1, last, inst, cpu_units, parts)
-            terms["cpu_copy_bytes"] += 2 * whole
+            terms["cpu_copy_bytes"] += box_bytes(ph.hi - 1, last) + box_bytes(ph.hi + 1, last)
         rows = min(h - 1, ph.hi) - max(0, ph.lo - (w - 1)) + 1
-        terms["gpu_copy_bytes"] += k * whole + rows * w * inst.data
+        terms["gpu_copy_bytes"] += rows * w * inst.data
         points = _band_points(ph.lo, ph.hi, w, h)
         g = split.gpu_tile
         if k == 1:

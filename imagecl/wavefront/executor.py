@@ -1,11 +1,15 @@
 """Running a wavefront program by anti-diagonals under a split (split.py): CPU tiles before the
 band, the band on the GPUs (one strip of columns each, halo swaps through the host every `halo`
-diagonals), CPU tiles after it. Every phase starts from the host's copy of the output, so any
-mix of devices, platforms and contexts works (the seed's host-mediated transfers).
+diagonals), CPU tiles after it. Data moves between devices through the host, so any mix of
+devices, platforms and contexts works (the seed's host-mediated transfers).
 
-Each device gets its own copy of every array; the output's copy on a GPU is complete for the
-GPU's columns (and its halo) on the diagonals it has computed, which is all the swaps and the
-final download read."""
+Each device gets its own copy of every array, the output's initial values included, before the
+clock starts. A hand-over then moves only the rectangle around what the next phase reads (a point
+reads the two diagonals before its own): the first CPU phase's box to the host and the GPUs, the
+band's rows back to the host, the box of the last CPU phase and the two diagonals before it to
+the CPU, and that phase's box back. Every point such a rectangle holds besides those is either
+correct on the sending device or still at its initial value on both sides, so no copy overwrites
+a result with a stale value."""
 from __future__ import annotations
 
 import time
@@ -21,7 +25,7 @@ from ..runtime.devices import context_and_queue
 from ..runtime.memory import check_device, prepared_buffers
 from .devices import Devices
 from .kernels import CPU_TILES, DIAGONAL, GPU_TILES, wavefront_source
-from .split import Phases, Split, check_for, phases, strips
+from .split import Phases, Split, check_for, diagonal_box, phases, strips
 
 FAR_LEFT = -(1 << 30)  # a column window's base that never excludes a column
 
@@ -130,20 +134,22 @@ def _execute(split: Split, ph: Phases, width: int, height: int, host: np.ndarray
     import pyopencl as cl
 
     last = ph.diagonals - 1
-    if ph.lo > 0:
-        _cpu_tiles(cpu, split.cpu_tile, 0, min(ph.lo, ph.diagonals) - 1, width, height)
-        cl.enqueue_copy(cpu.queue, host, cpu.buffers[out])
     if not ph.on_gpu:
+        _cpu_tiles(cpu, split.cpu_tile, 0, last, width, height)
+        cl.enqueue_copy(cpu.queue, host, cpu.buffers[out])
         return
-    for g in gpus:
-        cl.enqueue_copy(g.queue, g.buffers[out], host, is_blocking=False)
-    for g in gpus:
-        g.queue.finish()
+    item = host.dtype.itemsize * (host.shape[2] if host.ndim == 3 else 1)
+    if ph.lo > 0:  # (with lo == 0 the GPUs start from the initial values they hold)
+        _cpu_tiles(cpu, split.cpu_tile, 0, ph.lo - 1, width, height)
+        first = diagonal_box(0, ph.lo - 1, width, height)
+        _box_copy(cpu, host, out, first, width, item, to_device=False)
+        for g in gpus:
+            _box_copy(g, host, out, first, width, item, to_device=True)
     _gpu_band(split, ph, width, height, host, gpus, out)
     if ph.hi < last:
-        cl.enqueue_copy(cpu.queue, cpu.buffers[out], host)
+        _box_copy(cpu, host, out, diagonal_box(ph.hi - 1, last, width, height), width, item, to_device=True)
         _cpu_tiles(cpu, split.cpu_tile, ph.hi + 1, last, width, height)
-        cl.enqueue_copy(cpu.queue, host, cpu.buffers[out])
+        _box_copy(cpu, host, out, diagonal_box(ph.hi + 1, last, width, height), width, item, to_device=False)
 
 
 def _cpu_tiles(cpu: _Device, tile: int, dlo: int, dhi: int, width: int, height: int) -> None:
@@ -182,6 +188,20 @@ def _gpu_band(split: Split, ph: Phases, width: int, height: int, host: np.ndarra
             _rect(g, None, out, host, c0, c1, y0, y1, width, item)
     for g in gpus:
         g.queue.finish()
+
+
+def _box_copy(dev: _Device, host: np.ndarray, out: str, box: tuple[int, int, int, int], width: int, item: int,
+              to_device: bool) -> None:
+    """Columns [x0, x1) of rows [y0, y1) of the output between the host and `dev` (blocking)."""
+    import pyopencl as cl
+
+    x0, x1, y0, y1 = box
+    if x1 <= x0 or y1 <= y0:
+        return
+    origin, region, pitches = (x0 * item, y0, 0), ((x1 - x0) * item, y1 - y0, 1), (width * item, 0)
+    dst, src = (dev.buffers[out], host) if to_device else (host, dev.buffers[out])
+    cl.enqueue_copy(dev.queue, dst, src, buffer_origin=origin, host_origin=origin, region=region,
+                    buffer_pitches=pitches, host_pitches=pitches, is_blocking=True)
 
 
 def _rect(src: _Device, dst: "_Device | None", out: str, host: np.ndarray, x0: int, x1: int, y0: int, y1: int,

@@ -93,6 +93,13 @@ def phases(split: Split, width: int, height: int) -> Phases:
     return Phases(d, max(0, middle - split.band), min(d - 1, middle + split.band))
 
 
+def diagonal_box(dlo: int, dhi: int, width: int, height: int) -> tuple[int, int, int, int]:
+    """The smallest rectangle holding the points of diagonals [dlo, dhi] of a W x H grid, as
+    columns [x0, x1) and rows [y0, y1) (empty when x0 >= x1 or y0 >= y1)."""
+    return (max(0, dlo - (height - 1)), min(width - 1, dhi) + 1,
+            max(0, dlo - (width - 1)), min(height - 1, dhi) + 1)
+
+
 def strips(width: int, count: int) -> list[tuple[int, int]]:
     """Columns [c0, c1) of each GPU: as equal as integers allow."""
     edges = [width * j // count for j in range(count + 1)]
@@ -127,10 +134,11 @@ def same_execution(split: Split, width: int, height: int) -> tuple:
 
 
 def band_values(width: int, height: int) -> list[int]:
-    """-1 (no GPU), then bands covering about 1/8, 1/4, 1/2 and all of the diagonals."""
+    """-1 (no GPU), then bands covering about 1/8, 1/4, 1/2, 3/4 and all of the diagonals (3/4:
+    the CPU takes the short diagonals at both ends, where a GPU pays a launch for a few points)."""
     d = width + height - 1
     half = (d - 1) // 2 + 1
-    values = {-1, half}
+    values = {-1, half, max(0, half * 3 // 4)}
     for fraction in (8, 4, 2):
         values.add(max(0, half // fraction))
     return sorted(values)
