@@ -296,6 +296,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="benchmarks/results/wavefront_split.json")
     parser.add_argument("--quick", action="store_true", help="a small grid (for a test on PoCL)")
     parser.add_argument("--time-limit", type=float, default=300.0, help="seconds of measuring (default 300)")
+    parser.add_argument("--real-sizes", default=None, metavar="N,N,...",
+                        help="the real programs' grid sides (default 1024,2048; --quick: 40)")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--from", dest="source", default=None, metavar="FILE",
                         help="evaluate the models on a stored output of this script (no device)")
@@ -306,7 +308,14 @@ def main(argv=None) -> int:
         parser.error(f"unknown model(s) {', '.join(unknown)}")
     if args.source:
         return from_file(args, models)
-    grid = QUICK if args.quick else FULL
+    grid = dict(QUICK if args.quick else FULL)
+    if args.real_sizes:
+        try:
+            grid["real_sizes"] = [int(v) for v in args.real_sizes.split(",")]
+        except ValueError:
+            parser.error(f"--real-sizes takes grid sides separated by commas, not {args.real_sizes!r}")
+        if any(v < 2 for v in grid["real_sizes"]):
+            parser.error("--real-sizes: every side must be at least 2")
     devices = wavefront_devices(args.cpu, [args.device] if args.device else None)
     print(f"devices: {devices.describe()}", flush=True)
     start = time.perf_counter()
