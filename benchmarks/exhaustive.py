@@ -51,7 +51,7 @@ from imagecl.bench.paper_space import paper_space  # noqa: E402
 from imagecl.cli import parse_size  # noqa: E402
 from imagecl.runtime.devices import describe, select_device  # noqa: E402
 from imagecl.runtime.synthetic import synthetic_arguments  # noqa: E402
-from imagecl.tuner.censor import SLOW, SLOWER  # noqa: E402
+from imagecl.tuner.censor import SLOW, SLOWER, default_probe  # noqa: E402
 from imagecl.tuner.engine import MeasureOptions, Measurer, Summary  # noqa: E402
 from imagecl.tuner.store import Store  # noqa: E402
 from imagecl.tuner.validate import plan_measurements  # noqa: E402
@@ -89,12 +89,6 @@ def _merged(summaries: list) -> "Summary":
 
 def _reason(error: str) -> str:
     return error.split("): ", 1)[1] if "): " in error else error
-
-
-def default_probe(device) -> float:
-    """A quarter of the work-groups on a GPU (sound on the H100: BENCHMARKS.md); none on PoCL,
-    whose first launches compile the kernel for their shape."""
-    return 0.0 if "Portable Computing Language" in device.platform.name else 0.25
 
 
 def main(argv=None) -> int:

@@ -13,7 +13,7 @@ from imagecl.cli import main as cli_main
 from imagecl.runtime.synthetic import synthetic_arguments
 from imagecl.runtime.timing import MIN_TIMED, probe_global
 from imagecl.tuner import formats, importing
-from imagecl.tuner.censor import SLOW, CensorRule
+from imagecl.tuner.censor import SLOW, CensorRule, default_probe
 from imagecl.tuner.engine import MeasureOptions, Measurer
 from imagecl.tuner.problem import Parameter
 from imagecl.tuner.store import Record, Store
@@ -136,20 +136,14 @@ def test_the_exhaustive_benchmark_reports_sources_censoring_and_the_audit(tmp_pa
     assert result["best_ms"] is not None and result["statuses"].get("ok", 0) >= 1
 
 
-def test_the_exhaustive_benchmark_probes_a_quarter_on_a_gpu_and_nothing_on_pocl():
-    import importlib.util
+def test_a_probe_launches_a_quarter_on_a_gpu_and_nothing_on_pocl():
     from types import SimpleNamespace
-
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "exhaustive.py"
-    spec = importlib.util.spec_from_file_location("exhaustive_benchmark", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
 
     def device(platform):
         return SimpleNamespace(platform=SimpleNamespace(name=platform))
 
-    assert module.default_probe(device("NVIDIA CUDA")) == 0.25
-    assert module.default_probe(device("Portable Computing Language")) == 0.0
+    assert default_probe(device("NVIDIA CUDA")) == 0.25
+    assert default_probe(device("Portable Computing Language")) == 0.0
 
 
 def test_probe_global_cuts_the_axis_with_the_most_work_groups():

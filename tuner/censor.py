@@ -28,6 +28,13 @@ from typing import Any, Optional
 
 SLOW = "slow"
 SLOWER = 4.0  # K: a launch over K x the best so far is slower than the best (unless censoring sets K)
+GPU_PROBE = 0.25  # the part of the work-groups a probe launches on a GPU (sound on the H100: BENCHMARKS.md)
+
+
+def default_probe(device: Any) -> float:
+    """A probe's share of the work-groups on `device` (a pyopencl Device): GPU_PROBE, but none on
+    PoCL, whose first launches compile the kernel for their shape (docs/kernel-tuning.md)."""
+    return 0.0 if "Portable Computing Language" in device.platform.name else GPU_PROBE
 
 
 @dataclass(frozen=True)
