@@ -318,8 +318,7 @@ def all_on_cpu(split: Split) -> bool:
 
 
 def all_on_gpus(split: Split, width: int, height: int) -> bool:
-    ph = phases(split, width, height)
-    return split.gpu_count > 0 and ph.lo == 0 and ph.hi == ph.diagonals - 1
+    return split.gpu_count > 0 and phases(split, width, height).whole
 
 
 def profile_splits(model: "CostModel", features, candidates: Sequence[Split], gpus: int) -> list:

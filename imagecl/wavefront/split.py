@@ -84,6 +84,11 @@ class Phases:
     def on_gpu(self) -> bool:
         return self.lo <= self.hi
 
+    @property
+    def whole(self) -> bool:
+        """Every diagonal on the GPUs: no CPU phase."""
+        return self.lo == 0 and self.hi == self.diagonals - 1
+
 
 def phases(split: Split, width: int, height: int) -> Phases:
     d = width + height - 1
@@ -118,18 +123,13 @@ def check_for(split: Split, width: int, height: int, gpus: int) -> None:
             raise ConfigError(f"halo {split.halo} is wider than the narrowest GPU strip ({narrowest} columns)")
 
 
-def _all_on_gpus(band: int, width: int, height: int) -> bool:
-    ph = phases(Split(band=band, gpu_count=1), width, height)
-    return ph.lo == 0 and ph.hi == ph.diagonals - 1
-
-
 def same_execution(split: Split, width: int, height: int) -> tuple:
     """A key equal for splits that run this grid the same way: the band by the diagonals it covers
     (bands wider than the grid are one), and with the whole grid on the GPUs no CPU tile, which is
     never used (measuring such splits apart only measures noise)."""
     s = split.canonical()
     ph = phases(s, width, height)
-    cpu_tile = 0 if ph.on_gpu and ph.lo == 0 and ph.hi == ph.diagonals - 1 else s.cpu_tile
+    cpu_tile = 0 if ph.whole else s.cpu_tile
     return (cpu_tile, ph.lo, ph.hi, s.gpu_tile, s.gpu_count, s.halo)
 
 
@@ -158,7 +158,8 @@ def split_space(width: int, height: int, gpus: int, cpu_tiles=(8, 32, 128), gpu_
             cpu_tiles, bands, gpu_tiles, range(0, gpus + 1), halos):
         if (count > 1 and halo < 1) or (cpu_tile == whole and band >= 0 and count > 0):
             continue
-        if count > 0 and band >= 0 and cpu_tile != cpu_tiles[0] and _all_on_gpus(band, width, height):
+        if count > 0 and band >= 0 and cpu_tile != cpu_tiles[0] and \
+                phases(Split(band=band, gpu_count=1), width, height).whole:
             continue  # no CPU phase: the CPU tile changes nothing, one of them is the split
         split = Split(cpu_tile, band, gpu_tile, count, halo).canonical()
         try:
