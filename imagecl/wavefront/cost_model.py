@@ -36,7 +36,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from .split import Split, check_for, diagonal_box, phases, strips
+from .split import Split, diagonal_box, legal_splits, phases, strips
 
 TERMS = (
     "run",  # one per run: the host's own cost of a run
@@ -353,17 +353,4 @@ def calibrated(model: "CostModel", features, profiles: Mapping[Split, float]) ->
             cost[t] = model.terms.cost[t] * scale
     out = CostModel(model.seed)
     out.terms = Terms(cost, model.terms.cpu_units, model.terms.residual, model.terms.unseen)
-    return out
-
-
-def legal_splits(candidates: Sequence[Split], width: int, height: int, gpus: int) -> list[Split]:
-    """The candidates that can run on this grid with `gpus` GPUs (the system's count: a default
-    taken from the candidates would let every candidate pass)."""
-    out = []
-    for s in candidates:
-        try:
-            check_for(s, width, height, gpus)
-        except ConfigError:
-            continue
-        out.append(s)
     return out

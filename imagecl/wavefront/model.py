@@ -26,7 +26,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .split import Split, phases, split_space
+from .split import Split, legal_splits, phases, split_space
 
 PERF_MODELS = ("gradient_boosting", "random_forest", "bnn")
 SEED_MODEL = "seed_trees"
@@ -98,8 +98,6 @@ class PerfModel:
         return self
 
     def rank(self, features: Features, candidates: Sequence[Split], gpus: int) -> list[Split]:
-        from .cost_model import legal_splits
-
         candidates = legal_splits(candidates, features.width, features.height, gpus)
         if not candidates:
             return []
@@ -136,8 +134,6 @@ class SeedTrees:
         return self
 
     def choose(self, features: Features, candidates: Sequence[Split], gpus: int) -> Split:
-        from .cost_model import legal_splits
-
         candidates = legal_splits(candidates, features.width, features.height, gpus)
         if not candidates:
             raise ValueError("no legal wavefront split among the candidates")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from ..errors import ConfigError
 
@@ -123,6 +123,19 @@ def check_for(split: Split, width: int, height: int, gpus: int) -> None:
             raise ConfigError(f"halo {split.halo} is wider than the narrowest GPU strip ({narrowest} columns)")
 
 
+def legal_splits(candidates: Iterable[Split], width: int, height: int, gpus: int) -> list[Split]:
+    """The candidates that can run on this grid with `gpus` GPUs (check_for; the system's count: a
+    default taken from the candidates would let every candidate pass)."""
+    out = []
+    for s in candidates:
+        try:
+            check_for(s, width, height, gpus)
+        except ConfigError:
+            continue
+        out.append(s)
+    return out
+
+
 def same_execution(split: Split, width: int, height: int) -> tuple:
     """A key equal for splits that run this grid the same way: the band by the diagonals it covers
     (bands wider than the grid are one), and with the whole grid on the GPUs no CPU tile, which is
@@ -161,13 +174,8 @@ def split_space(width: int, height: int, gpus: int, cpu_tiles=(8, 32, 128), gpu_
         if count > 0 and band >= 0 and cpu_tile != cpu_tiles[0] and \
                 phases(Split(band=band, gpu_count=1), width, height).whole:
             continue  # no CPU phase: the CPU tile changes nothing, one of them is the split
-        split = Split(cpu_tile, band, gpu_tile, count, halo).canonical()
-        try:
-            check_for(split, width, height, gpus)
-        except ConfigError:
-            continue
-        seen.setdefault(split, None)
-    return list(seen)
+        seen.setdefault(Split(cpu_tile, band, gpu_tile, count, halo).canonical(), None)
+    return legal_splits(seen, width, height, gpus)
 
 
 def iter_fields(split: Split) -> Iterator[tuple[str, int]]:
