@@ -145,7 +145,7 @@ def _execute(split: Split, ph: Phases, width: int, height: int, host: np.ndarray
         _box_copy(cpu, host, out, first, width, item, to_device=False)
         for g in gpus:
             _box_copy(g, host, out, first, width, item, to_device=True)
-    _gpu_band(split, ph, width, height, host, gpus, out)
+    _gpu_band(split, ph, width, height, host, gpus, out, item)
     if ph.hi < last:
         _box_copy(cpu, host, out, diagonal_box(ph.hi - 1, last, width, height), width, item, to_device=True)
         _cpu_tiles(cpu, split.cpu_tile, ph.hi + 1, last, width, height)
@@ -164,11 +164,10 @@ def _cpu_tiles(cpu: _Device, tile: int, dlo: int, dhi: int, width: int, height: 
 
 
 def _gpu_band(split: Split, ph: Phases, width: int, height: int, host: np.ndarray, gpus: list[_Device],
-              out: str) -> None:
+              out: str, item: int) -> None:
     k = len(gpus)
     cols = strips(width, k)
     step = split.halo if k > 1 else ph.hi - ph.lo + 1
-    item = host.dtype.itemsize * (host.shape[2] if host.ndim == 3 else 1)
     for d0 in range(ph.lo, ph.hi + 1, step):
         d1 = min(ph.hi, d0 + step - 1)
         for j, (g, (c0, c1)) in enumerate(zip(gpus, cols)):
@@ -180,12 +179,12 @@ def _gpu_band(split: Split, ph: Phases, width: int, height: int, host: np.ndarra
             for j in range(k - 1):
                 c = cols[j + 1][0]
                 y0, y1 = max(0, d0 - (c - 1)), min(height - 1, d1 - (c - split.halo))
-                if y1 >= y0:
-                    _rect(gpus[j], gpus[j + 1], out, host, c - split.halo, c, y0, y1, width, item)
+                halo = (c - split.halo, c, y0, y1 + 1)
+                _box_copy(gpus[j], host, out, halo, width, item, to_device=False)
+                _box_copy(gpus[j + 1], host, out, halo, width, item, to_device=True)
     for g, (c0, c1) in zip(gpus, cols):
         y0, y1 = max(0, ph.lo - (c1 - 1)), min(height - 1, ph.hi - c0)
-        if y1 >= y0:
-            _rect(g, None, out, host, c0, c1, y0, y1, width, item)
+        _box_copy(g, host, out, (c0, c1, y0, y1 + 1), width, item, to_device=False)
     for g in gpus:
         g.queue.finish()
 
@@ -202,19 +201,6 @@ def _box_copy(dev: _Device, host: np.ndarray, out: str, box: tuple[int, int, int
     dst, src = (dev.buffers[out], host) if to_device else (host, dev.buffers[out])
     cl.enqueue_copy(dev.queue, dst, src, buffer_origin=origin, host_origin=origin, region=region,
                     buffer_pitches=pitches, host_pitches=pitches, is_blocking=True)
-
-
-def _rect(src: _Device, dst: "_Device | None", out: str, host: np.ndarray, x0: int, x1: int, y0: int, y1: int,
-          width: int, item: int) -> None:
-    """Columns [x0, x1) of rows [y0, y1] of the output: from `src` to the host, then to `dst`."""
-    import pyopencl as cl
-
-    origin, region, pitches = (x0 * item, y0, 0), ((x1 - x0) * item, y1 - y0 + 1, 1), (width * item, 0)
-    cl.enqueue_copy(src.queue, host, src.buffers[out], buffer_origin=origin, host_origin=origin, region=region,
-                    buffer_pitches=pitches, host_pitches=pitches, is_blocking=True)
-    if dst is not None:
-        cl.enqueue_copy(dst.queue, dst.buffers[out], host, buffer_origin=origin, host_origin=origin, region=region,
-                        buffer_pitches=pitches, host_pitches=pitches, is_blocking=True)
 
 
 def _gpu_diagonals(g: _Device, tile: int, dlo: int, dhi: int, cbase: int, c1: int, width: int, height: int) -> None:
