@@ -7,7 +7,7 @@ For every (program, size) it measures the program's default configuration and a 
 `--per-run` valid configurations (the same seed for every size, so that sizes can be compared
 configuration by configuration) with `imagecl measure`, into one results database. Programs are
 the examples named in PROGRAMS (scalars set to meaningful values) and `--synthetic N` stencils of
-benchmarks/synthetic_stencils.py. Runs go size by size, so a pass stopped by `--deadline` still
+imagecl.bench.synthetic_stencils. Runs go size by size, so a pass stopped by `--deadline` still
 covers every program at the first sizes; rerunning the same command resumes (the store skips what
 it holds). The models of issue 17 train on these databases; the best measured configuration of a
 run is its oracle.
@@ -44,7 +44,7 @@ PROGRAMS: dict[str, list[str]] = {
 
 
 def _programs(synthetic: int, seed: int, folder: Path) -> list[tuple[Path, list[str]]]:
-    from synthetic_stencils import generate  # the generator beside this script
+    from imagecl.bench.synthetic_stencils import generate
 
     programs = [(ROOT / "examples" / name, scalars) for name, scalars in PROGRAMS.items()]
     for name, source in generate(synthetic, seed):

@@ -28,7 +28,7 @@ PAIRS = [("knowledge-h100-gpu.db.gz", "features-nvidia.json"), ("knowledge-h100-
 
 
 def seed(db: Path, tmp: Path) -> dict:
-    from synthetic_stencils import generate  # beside this script
+    from imagecl.bench.synthetic_stencils import generate
 
     import imagecl
     from imagecl.tuned import program_key

@@ -1,13 +1,20 @@
 #pragma imcl grid(in0, output)
 #pragma imcl boundary_cond(in0:constant)
-#pragma imcl tunable(SCALE: 1, 2)
+#pragma imcl tunable(WEIGHTS: 0, 1)
 void stencil(Image<float> in0, Image<float> output) {
+    float weights[81];
+    if (WEIGHTS == 1) {
+        for (int j = -4; j <= 4; j++) {
+            for (int i = -4; i <= 4; i++) {
+                weights[(j + 4) * 9 + i + 4] = (1.0f / (1.0f + (float)(i * i + j * j)));
+            }
+        }
+    }
     float acc = 0.0f;
     for (int j = -4; j <= 4; j++) {
         for (int i = 0; i <= 0; i++) {
-            acc += (1.0f / (1.0f + (float)(i * i + j * j))) * exp(-(float)in0[idx + i][idy + j] * (float)in0[idx + i][idy + j]);
+            acc += (WEIGHTS == 1 ? weights[(j + 4) * 9 + i + 4] : (1.0f / (1.0f + (float)(i * i + j * j)))) * exp(-(float)in0[idx + i][idy + j] * (float)in0[idx + i][idy + j]);
         }
     }
-    acc = acc * (float)SCALE;
     output[idx][idy] = acc;
 }

@@ -1,14 +1,21 @@
 #pragma imcl grid(in0, output)
 #pragma imcl boundary_cond(in0:constant,in1:constant)
-#pragma imcl tunable(SCALE: 1, 2)
+#pragma imcl tunable(WEIGHTS: 0, 1)
 void stencil(Image<uchar> in0, Image<uchar> in1, Image<uchar> output, float filter[1][1]) {
+    float weights[1];
+    if (WEIGHTS == 1) {
+        for (int j = 0; j <= 0; j++) {
+            for (int i = 0; i <= 0; i++) {
+                weights[(j + 0) * 1 + i + 0] = filter[j + 0][i + 0];
+            }
+        }
+    }
     float acc = 0.0f;
     for (int j = 0; j <= 0; j++) {
         for (int i = 0; i <= 0; i++) {
-            acc += filter[j + 0][i + 0] * sqrt((float)in0[idx + i][idy + j] + 1.0f);
-            acc += filter[j + 0][i + 0] * sqrt((float)in1[idx + i][idy + j] + 1.0f);
+            acc += (WEIGHTS == 1 ? weights[(j + 0) * 1 + i + 0] : filter[j + 0][i + 0]) * sqrt((float)in0[idx + i][idy + j] + 1.0f);
+            acc += (WEIGHTS == 1 ? weights[(j + 0) * 1 + i + 0] : filter[j + 0][i + 0]) * sqrt((float)in1[idx + i][idy + j] + 1.0f);
         }
     }
-    acc = acc * (float)SCALE;
     output[idx][idy] = (uchar)clamp(acc, 0.0f, 255.0f);
 }

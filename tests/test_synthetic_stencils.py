@@ -1,0 +1,96 @@
+"""The synthetic stencils the knowledge models train on (imagecl.bench.synthetic_stencils): each
+program computes what its choices say, checked against a NumPy reference written from the
+choices alone, and its program tunable never changes the output (LANGUAGE.md)."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import imagecl
+from imagecl.bench.synthetic_stencils import StencilChoice, draw, generate, render
+
+NUMPY_PAD = {"constant": "constant", "clamped": "edge", "wrap": "wrap", "mirror": "reflect"}
+SHAPE = (13, 17)  # (height, width): wider than the largest footprint (radius 4) on both axes
+
+
+def numpy_stencil(c: StencilChoice, images: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
+    """The stencil of choice `c` in NumPy (float64); `weights[j + r, i + r]` weighs tap (i, j)."""
+    r = c.radius
+    acc = np.full(SHAPE, -1.0e30 if c.per_tap == "minmax" else 0.0)
+    padded = [np.pad(img.astype(np.float64), r, mode=NUMPY_PAD[c.boundary]) for img in images]
+    height, width = SHAPE
+    for i, j in c.taps():
+        for img in padded:
+            value = img[r + j:r + j + height, r + i:r + i + width]  # img[x + i][y + j] is arr[y + j, x + i]
+            if c.per_tap == "exp":
+                value = np.exp(-value * value)
+            elif c.per_tap == "sqrt":
+                value = np.sqrt(value + 1.0)
+            if c.divide:
+                value = value / (value + 2.0)
+            term = weights[j + r, i + r] * value
+            acc = np.maximum(acc, term) if c.per_tap == "minmax" else acc + term
+    if c.pixel == "uchar":
+        return np.clip(acc, 0.0, 255.0)
+    return acc
+
+
+def _arguments(c: StencilChoice, rng: np.random.Generator) -> tuple[dict, list[np.ndarray], np.ndarray]:
+    width = 2 * c.radius + 1
+    if c.pixel == "uchar":
+        images = [rng.integers(0, 256, SHAPE, dtype=np.uint8) for _ in range(c.inputs)]
+    else:
+        images = [rng.uniform(-0.5, 2.0, SHAPE).astype(np.float32) for _ in range(c.inputs)]
+    arguments = {f"in{k}": img for k, img in enumerate(images)}
+    if c.weights == "array":
+        weights = rng.uniform(0.0, 1.0, (width, width)).astype(np.float32)  # not symmetric: catches a transpose
+        arguments["filter"] = weights
+    else:
+        j, i = np.mgrid[-c.radius:c.radius + 1, -c.radius:c.radius + 1]
+        weights = 1.0 / (1.0 + (i * i + j * j))
+    return arguments, images, weights.astype(np.float64)
+
+
+def _choices(count: int, seed: int) -> list[StencilChoice]:
+    rng, seen = random.Random(seed), []
+    while len(seen) < count:
+        choice = draw(rng)
+        if choice not in seen:
+            seen.append(choice)
+    return seen
+
+
+# the 16 programs of the knowledge data (seed 17), and more with the tunable and every boundary
+CHOICES = _choices(16, 17) + [c for c in _choices(60, 3) if c.tunable][:8]
+
+
+@pytest.mark.parametrize("choice", CHOICES, ids=lambda c: c.name(0, 0))
+def test_every_tunable_value_computes_the_numpy_stencil(choice):
+    prog = imagecl.compile(render(choice, "stencil"))
+    arguments, images, weights = _arguments(choice, np.random.default_rng(7))
+    expected = numpy_stencil(choice, images, weights)
+    values = (0, 1) if choice.tunable else (None,)
+    outputs = []
+    for value in values:
+        out = prog(**arguments, config="naive" if value is None else {"WEIGHTS": value})["output"]
+        if choice.pixel == "uchar":
+            # float sums truncated to uchar: one step of difference where a sum rounds across an integer
+            assert np.abs(out.astype(np.int32) - np.floor(expected)).max() <= 1
+        else:
+            np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-5 * np.abs(expected).max())
+        outputs.append(out)
+    if choice.tunable:
+        assert "WEIGHTS" in prog.space_for().names
+        np.testing.assert_array_equal(outputs[0], outputs[1])  # the same floats either way
+
+
+def test_the_knowledge_programs_are_what_the_generator_makes():
+    # benchmarks/results/knowledge/programs holds the sources the knowledge data measured
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "knowledge" / "programs"
+    for name, source in generate(16, 17):
+        assert (folder / f"{name}.icl").read_text() == source, name
+    assert sum("tunable" in s for _, s in generate(16, 17)) == 6
