@@ -6,8 +6,9 @@
 For every (program, size) it measures the program's default configuration and a random sample of
 `--per-run` valid configurations (the same seed for every size, so that sizes can be compared
 configuration by configuration) with `imagecl measure`, into one results database. Programs are
-the examples named in PROGRAMS (scalars set to meaningful values) and `--synthetic N` stencils of
-imagecl.bench.synthetic_stencils. Runs go size by size, so a pass stopped by `--deadline` still
+the examples named in PROGRAMS (scalars set to meaningful values), `--synthetic N` stencils of
+imagecl.bench.synthetic_stencils and `--rich N` more with its rank reductions and second outputs
+(generated from seed + 1). Runs go size by size, so a pass stopped by `--deadline` still
 covers every program at the first sizes; rerunning the same command resumes (the store skips what
 it holds). The models of issue 17 train on these databases; the best measured configuration of a
 run is its oracle.
@@ -43,11 +44,11 @@ PROGRAMS: dict[str, list[str]] = {
 }
 
 
-def _programs(synthetic: int, seed: int, folder: Path) -> list[tuple[Path, list[str]]]:
+def _programs(synthetic: int, seed: int, folder: Path, rich: int = 0) -> list[tuple[Path, list[str]]]:
     from imagecl.bench.synthetic_stencils import generate
 
     programs = [(ROOT / "examples" / name, scalars) for name, scalars in PROGRAMS.items()]
-    for name, source in generate(synthetic, seed):
+    for name, source in generate(synthetic, seed) + (generate(rich, seed + 1, rich=True) if rich else []):
         path = folder / f"{name}.icl"
         path.write_text(source)
         programs.append((path, []))
@@ -68,6 +69,8 @@ def main() -> None:
     parser.add_argument("--sizes", required=True, help="comma-separated WxH sizes")
     parser.add_argument("--per-run", type=int, default=100, help="random configurations per program and size")
     parser.add_argument("--synthetic", type=int, default=16, help="synthetic stencil programs")
+    parser.add_argument("--rich", type=int, default=0,
+                        help="further synthetic programs with rank reductions and second outputs (seed + 1)")
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--only", help="comma-separated program file names to keep")
     parser.add_argument("--shard", help="K/N: every N-th program from the K-th (0-based), for parallel warm-up "
@@ -78,7 +81,7 @@ def main() -> None:
     args = parser.parse_args()
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
-        programs = _programs(args.synthetic, args.seed, Path(tmp))
+        programs = _programs(args.synthetic, args.seed, Path(tmp), args.rich)
         if args.only:
             keep = set(args.only.split(","))
             programs = [(p, s) for p, s in programs if p.name in keep]

@@ -35,7 +35,7 @@ def seed(db: Path, tmp: Path) -> dict:
     from imagecl.tuner.store import RunKey, Store, text_hash
 
     sources = {p.name: p.read_text() for p in sorted((HERE.parent / "examples").glob("*.icl"))}
-    sources.update({f"{name}.icl": source for name, source in generate(16, 17)})
+    sources.update({f"{name}.icl": source for name, source in generate(16, 17) + generate(24, 18, rich=True)})
     count = 0
     with Store(db) as store:
         for filename, source in sources.items():

@@ -1,6 +1,7 @@
 """The synthetic stencils the knowledge models train on (imagecl.bench.synthetic_stencils): each
-program computes what its choices say, checked against a NumPy reference written from the
-choices alone, and its program tunable never changes the output (LANGUAGE.md)."""
+program computes what its choices say (sums, running maxima, the middle of its window, a second
+output), checked against a NumPy reference written from the choices alone, and its program
+tunable never changes the output (LANGUAGE.md)."""
 from __future__ import annotations
 
 import random
@@ -15,10 +16,11 @@ NUMPY_PAD = {"constant": "constant", "clamped": "edge", "wrap": "wrap", "mirror"
 SHAPE = (13, 17)  # (height, width): wider than the largest footprint (radius 4) on both axes
 
 
-def numpy_stencil(c: StencilChoice, images: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
-    """The stencil of choice `c` in NumPy (float64); `weights[j + r, i + r]` weighs tap (i, j)."""
+def numpy_stencil(c: StencilChoice, images: list[np.ndarray], weights: np.ndarray) -> dict[str, np.ndarray]:
+    """The outputs of choice `c` in NumPy (float64); `weights[j + r, i + r]` weighs tap (i, j)."""
     r = c.radius
     acc = np.full(SHAPE, -1.0e30 if c.per_tap == "minmax" else 0.0)
+    window = []
     padded = [np.pad(img.astype(np.float64), r, mode=NUMPY_PAD[c.boundary]) for img in images]
     height, width = SHAPE
     for i, j in c.taps():
@@ -31,10 +33,17 @@ def numpy_stencil(c: StencilChoice, images: list[np.ndarray], weights: np.ndarra
             if c.divide:
                 value = value / (value + 2.0)
             term = weights[j + r, i + r] * value
-            acc = np.maximum(acc, term) if c.per_tap == "minmax" else acc + term
+            if c.reduce == "rank":
+                window.append(term)
+            else:
+                acc = np.maximum(acc, term) if c.per_tap == "minmax" else acc + term
+    if c.reduce == "rank":
+        acc = np.sort(np.stack(window), axis=0)[len(window) // 2]
+    values = {"output": acc, "output2": acc * acc}
+    names = ["output", "output2"][:c.outputs]
     if c.pixel == "uchar":
-        return np.clip(acc, 0.0, 255.0)
-    return acc
+        return {n: np.clip(values[n], 0.0, 255.0) for n in names}
+    return {n: values[n] for n in names}
 
 
 def _arguments(c: StencilChoice, rng: np.random.Generator) -> tuple[dict, list[np.ndarray], np.ndarray]:
@@ -53,17 +62,17 @@ def _arguments(c: StencilChoice, rng: np.random.Generator) -> tuple[dict, list[n
     return arguments, images, weights.astype(np.float64)
 
 
-def _choices(count: int, seed: int) -> list[StencilChoice]:
+def _choices(count: int, seed: int, rich: bool = False) -> list[StencilChoice]:
     rng, seen = random.Random(seed), []
     while len(seen) < count:
-        choice = draw(rng)
+        choice = draw(rng, rich)
         if choice not in seen:
             seen.append(choice)
     return seen
 
 
-# the 16 programs of the knowledge data (seed 17), and more with the tunable and every boundary
-CHOICES = _choices(16, 17) + [c for c in _choices(60, 3) if c.tunable][:8]
+# the knowledge data's programs (seeds 17 and 18), and more with the tunable and every boundary
+CHOICES = _choices(16, 17) + _choices(24, 18, rich=True) + [c for c in _choices(60, 3) if c.tunable][:8]
 
 
 @pytest.mark.parametrize("choice", CHOICES, ids=lambda c: c.name(0, 0))
@@ -72,18 +81,30 @@ def test_every_tunable_value_computes_the_numpy_stencil(choice):
     arguments, images, weights = _arguments(choice, np.random.default_rng(7))
     expected = numpy_stencil(choice, images, weights)
     values = (0, 1) if choice.tunable else (None,)
-    outputs = []
+    runs = []
     for value in values:
-        out = prog(**arguments, config="naive" if value is None else {"WEIGHTS": value})["output"]
-        if choice.pixel == "uchar":
-            # float sums truncated to uchar: one step of difference where a sum rounds across an integer
-            assert np.abs(out.astype(np.int32) - np.floor(expected)).max() <= 1
-        else:
-            np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-5 * np.abs(expected).max())
-        outputs.append(out)
+        outputs = prog(**arguments, config="naive" if value is None else {"WEIGHTS": value})
+        assert sorted(outputs) == sorted(expected)
+        for name, reference in expected.items():
+            out = outputs[name]
+            if choice.pixel == "uchar":
+                # float sums truncated to uchar: one step of difference where a sum rounds across an integer
+                assert np.abs(out.astype(np.int32) - np.floor(reference)).max() <= 1, name
+            else:
+                np.testing.assert_allclose(out, reference, rtol=2e-5, atol=2e-5 * np.abs(reference).max(),
+                                           err_msg=name)
+        runs.append(outputs)
     if choice.tunable:
         assert "WEIGHTS" in prog.space_for().names
-        np.testing.assert_array_equal(outputs[0], outputs[1])  # the same floats either way
+        for name in expected:  # the same floats either way
+            np.testing.assert_array_equal(runs[0][name], runs[1][name])
+
+
+def test_rich_draws_leave_the_first_set_unchanged_and_add_both_new_choices():
+    rich = _choices(24, 18, rich=True)
+    assert {c.reduce for c in rich} == {"fold", "rank"} and {c.outputs for c in rich} == {1, 2}
+    assert all(c.radius <= 2 and c.per_tap != "minmax" for c in rich if c.reduce == "rank")
+    assert {c.reduce for c in _choices(40, 17)} == {"fold"} and {c.outputs for c in _choices(40, 17)} == {1}
 
 
 def test_the_knowledge_programs_are_what_the_generator_makes():
@@ -91,6 +112,7 @@ def test_the_knowledge_programs_are_what_the_generator_makes():
     from pathlib import Path
 
     folder = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "knowledge" / "programs"
-    for name, source in generate(16, 17):
+    for name, source in generate(16, 17) + generate(24, 18, rich=True):
         assert (folder / f"{name}.icl").read_text() == source, name
     assert sum("tunable" in s for _, s in generate(16, 17)) == 6
+    assert len(list(folder.glob("syn*.icl"))) == 16 + 24

@@ -10,7 +10,10 @@ independent choices, so that its features (imagecl/features) cover the range of 
 - per tap: a weight (a filter array parameter, or computed from the offsets), optionally a
   transcendental (exp, sqrt) or a comparison (a running min/max), optionally a division;
 - taps as a loop nest or written out;
-- a boundary mode (clamped, mirror, wrap, constant) and, sometimes, a program tunable.
+- a boundary mode (clamped, mirror, wrap, constant) and, sometimes, a program tunable;
+- with `rich=True`, two more choices that the real filters have and the first set lacks: a
+  rank reduction (the taps gathered in a private array and the middle one selected by a partial
+  selection sort, data-dependent swaps as in a median) and a second output image.
 
 The program tunable `WEIGHTS` chooses between two implementations of one filter, as a tunable
 must (LANGUAGE.md: every configuration computes the same output): 0 reads or computes each
@@ -23,7 +26,7 @@ Every program is checked by imagecl before it is returned; the name records the 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import compile as compile_program
 
@@ -44,6 +47,8 @@ class StencilChoice:
     unrolled: bool
     boundary: str
     tunable: bool
+    reduce: str = "fold"  # "fold" (a sum, or a running max with per_tap "minmax") or "rank" (the middle term)
+    outputs: int = 1  # 2: a second output image, the square of the first's value
 
     def taps(self) -> list[tuple[int, int]]:
         r = self.radius
@@ -54,11 +59,18 @@ class StencilChoice:
 
     def name(self, seed: int, n: int) -> str:
         return (f"syn{seed}_{n:03d}_{self.shape}{self.radius}_{self.inputs}x{self.pixel}_{self.per_tap}"
-                f"{'_div' if self.divide else ''}{'_unrolled' if self.unrolled else ''}_{self.boundary}")
+                f"{'_rank' if self.reduce == 'rank' else ''}{'_div' if self.divide else ''}"
+                f"{'_unrolled' if self.unrolled else ''}_{self.boundary}{'_2out' if self.outputs == 2 else ''}")
+
+    def terms(self) -> int:
+        """How many terms a grid point combines (a rank reduction's window)."""
+        return len(self.taps()) * self.inputs
 
 
-def draw(rng: random.Random) -> StencilChoice:
-    return StencilChoice(
+def draw(rng: random.Random, rich: bool = False) -> StencilChoice:
+    """One program's choices; `rich` adds the rank reduction and the second output (drawn after
+    the others, so that the programs of a seed without it stay what they were)."""
+    choice = StencilChoice(
         inputs=rng.choice((1, 1, 2)),
         pixel=rng.choice(("float", "float", "uchar")),
         shape=rng.choice(SHAPES),
@@ -70,6 +82,14 @@ def draw(rng: random.Random) -> StencilChoice:
         boundary=rng.choice(BOUNDARIES),
         tunable=rng.random() < 0.3,
     )
+    if rich:
+        rank = rng.random() < 0.4
+        outputs = rng.choice((1, 1, 2))
+        if rank:  # a window of at most 5x5 taps an image: selection is quadratic in it
+            choice = replace(choice, reduce="rank", radius=min(choice.radius, 2),
+                             per_tap="plain" if choice.per_tap == "minmax" else choice.per_tap)
+        choice = replace(choice, outputs=outputs)
+    return choice
 
 
 def _tap_value(c: StencilChoice, image: str, i: str, j: str) -> str:
@@ -113,36 +133,65 @@ def _gather_weights(c: StencilChoice) -> list[str]:
             "    }"]
 
 
+def _rank_lines(c: StencilChoice) -> list[str]:
+    """Selects the middle of the window's terms in place (a partial selection sort: the first
+    half-plus-one positions), then takes it as the value."""
+    t = c.terms()
+    return [f"    for (int a = 0; a <= {t // 2}; a++) {{",
+            "        int m = a;",
+            f"        for (int b = a + 1; b < {t}; b++) {{",
+            "            if (window[b] < window[m]) {",
+            "                m = b;",
+            "            }",
+            "        }",
+            "        float swap = window[a];",
+            "        window[a] = window[m];",
+            "        window[m] = swap;",
+            "    }",
+            f"    acc = window[{t // 2}];"]
+
+
 def render(c: StencilChoice, kernel: str) -> str:
     """ImageCL source of one synthetic stencil."""
     images = [f"in{k}" for k in range(c.inputs)]
-    params = [f"Image<{c.pixel}> {name}" for name in images] + [f"Image<{c.pixel}> output"]
+    outputs = ["output"] + (["output2"] if c.outputs == 2 else [])
+    params = [f"Image<{c.pixel}> {name}" for name in images + outputs]
     width = 2 * c.radius + 1
     if c.weights == "array":
         params.append(f"float filter[{width}][{width}]")
-    lines = [f"#pragma imcl grid({images[0]}, output)",
+    lines = [f"#pragma imcl grid({images[0]}, {', '.join(outputs)})",
              "#pragma imcl boundary_cond(" + ",".join(f"{name}:{c.boundary}" for name in images) + ")"]
     if c.tunable:
         lines.append("#pragma imcl tunable(WEIGHTS: 0, 1)")
     lines.append(f"void {kernel}({', '.join(params)}) {{")
     if c.tunable:
         lines += _gather_weights(c)
-    combine = "acc = max(acc, {term});" if c.per_tap == "minmax" else "acc += {term};"
+    rank = c.reduce == "rank"
+    if rank:
+        lines.append(f"    float window[{c.terms()}];")
+        combine = "window[{k}] = {term};"
+    else:
+        combine = "acc = max(acc, {term});" if c.per_tap == "minmax" else "acc += {term};"
     start = "-1.0e30f" if c.per_tap == "minmax" else "0.0f"
     lines.append(f"    float acc = {start};")
     terms = [(f"{_tap_weight(c, 'i', 'j')} * {_tap_value(c, image, 'i', 'j')}") for image in images]
     if c.unrolled:
+        k = 0
         for i, j in c.taps():
             for image in images:
                 term = f"{_tap_weight(c, str(i), str(j))} * {_tap_value(c, image, str(i), str(j))}"
-                lines.append("    " + combine.format(term=term.replace("+ -", "- ")))
+                lines.append("    " + combine.format(k=k, term=term.replace("+ -", "- ")))
+                k += 1
     else:
         r = c.radius
         j_range = (0, 0) if c.shape == "row" else (-r, r)
         i_range = (0, 0) if c.shape == "column" else (-r, r)
+        if rank:
+            lines.append("    int k = 0;")
         lines.append(f"    for (int j = {j_range[0]}; j <= {j_range[1]}; j++) {{")
         lines.append(f"        for (int i = {i_range[0]}; i <= {i_range[1]}; i++) {{")
-        body = [combine.format(term=term) for term in terms]
+        # a loop's window position counts up as the taps are visited (a data-independent count)
+        body = [combine.format(k="k", term=term) + (" k++;" if rank else "") for term in terms]
         if c.shape == "cross":
             lines.append("            if (i == 0 || j == 0) {")
             lines += ["                " + b for b in body]
@@ -150,21 +199,26 @@ def render(c: StencilChoice, kernel: str) -> str:
         else:
             lines += ["            " + b for b in body]
         lines += ["        }", "    }"]
-    if c.pixel == "uchar":
-        lines.append("    output[idx][idy] = (uchar)clamp(acc, 0.0f, 255.0f);")
-    else:
-        lines.append("    output[idx][idy] = acc;")
+    if rank:
+        lines += _rank_lines(c)
+    values = ["acc"] + (["acc * acc"] if c.outputs == 2 else [])
+    for name, value in zip(outputs, values):
+        if c.pixel == "uchar":
+            lines.append(f"    {name}[idx][idy] = (uchar)clamp({value}, 0.0f, 255.0f);")
+        else:
+            lines.append(f"    {name}[idx][idy] = {value};")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-def generate(count: int, seed: int) -> list[tuple[str, str]]:
-    """`count` distinct (name, source) pairs; every source passes imagecl's checks."""
+def generate(count: int, seed: int, rich: bool = False) -> list[tuple[str, str]]:
+    """`count` distinct (name, source) pairs; every source passes imagecl's checks. `rich`: see
+    draw (the set without it, `generate(16, 17)`, is what the knowledge data first measured)."""
     rng = random.Random(seed)
     seen: set[StencilChoice] = set()
     programs = []
     while len(programs) < count:
-        choice = draw(rng)
+        choice = draw(rng, rich)
         if choice in seen:
             continue
         seen.add(choice)

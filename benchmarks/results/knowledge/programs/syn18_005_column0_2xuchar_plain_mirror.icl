@@ -1,0 +1,12 @@
+#pragma imcl grid(in0, output)
+#pragma imcl boundary_cond(in0:mirror,in1:mirror)
+void stencil(Image<uchar> in0, Image<uchar> in1, Image<uchar> output) {
+    float acc = 0.0f;
+    for (int j = 0; j <= 0; j++) {
+        for (int i = 0; i <= 0; i++) {
+            acc += (1.0f / (1.0f + (float)(i * i + j * j))) * (float)in0[idx + i][idy + j];
+            acc += (1.0f / (1.0f + (float)(i * i + j * j))) * (float)in1[idx + i][idy + j];
+        }
+    }
+    output[idx][idy] = (uchar)clamp(acc, 0.0f, 255.0f);
+}
