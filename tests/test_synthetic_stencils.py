@@ -72,7 +72,10 @@ def _choices(count: int, seed: int, rich: bool = False) -> list[StencilChoice]:
 
 
 # the knowledge data's programs (seeds 17 and 18), and more with the tunable and every boundary
-CHOICES = _choices(16, 17) + _choices(24, 18, rich=True) + [c for c in _choices(60, 3) if c.tunable][:8]
+CHOICES = _choices(16, 17) + _choices(24, 18, rich=True) + [c for c in _choices(60, 3) if c.tunable][:8] + [
+    # a rank reduction over a loop nest with a condition (the window's position counted at run time)
+    StencilChoice(inputs=2, pixel="float", shape="cross", radius=2, weights="array", per_tap="exp", divide=False,
+                  unrolled=False, boundary="mirror", tunable=True, reduce="rank", outputs=2)]
 
 
 @pytest.mark.parametrize("choice", CHOICES, ids=lambda c: c.name(0, 0))
