@@ -244,8 +244,10 @@ def test_ctrl_c_during_a_measurement_leaves_no_process_and_keeps_the_results(tmp
 
     db = tmp_path / "c.db"
     env = dict(os.environ, IMAGECL_CACHE=str(tmp_path / "cache"))
+    # a run far longer than the wait for its first stored results, even with PoCL's own compiler
+    # cache warm (40 small configurations could finish between two looks at the store)
     proc = subprocess.Popen([sys.executable, "-m", "imagecl", "measure", str(EXAMPLES / "sobel.icl"), "--size",
-                             "40x24", "--random", "40", "--seed", "3", "--db", str(db)],
+                             "320x240", "--random", "400", "--seed", "3", "--db", str(db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
     deadline = time.time() + 240
     count = 0

@@ -150,3 +150,53 @@ def test_a_hand_written_kernel_is_checked_on_the_device_against_a_conditional_re
     assert forgets.startswith("argument 1 differs at (6,)") and "left unwritten" in forgets
     writes_all = runner.time({"MODE": 2}, repeats=1, verify=True, read_outputs=False).problem
     assert writes_all.startswith("argument 1 differs at (1,)") and "where the reference writes nothing" in writes_all
+
+
+def test_host_work_runs_once_while_a_checked_launch_is_on_the_device():
+    """`meanwhile` (the next variant's host work) runs once per checked launch, after the launch
+    and its comparison are queued and before their result is read; with two poison passes the
+    second pass is still checked."""
+    import pyopencl as cl
+
+    device = select_device("cpu")
+    context, queue = context_and_queue(device)
+    every = np.arange(256, dtype=np.uint8)  # every value occurs: two passes with two poisons
+    buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE, every.nbytes)
+    verifier = Verifier(device)
+    verifier.add("o", "output 'o'", buffer, every)
+    assert verifier.passes == 2
+    calls = []
+
+    def launch(data):
+        def enqueue():
+            calls.append("launch")
+            return cl.enqueue_copy(queue, buffer, data, is_blocking=False)
+        return enqueue
+
+    event, problem = verifier.checked_launch(lambda: None, launch(every), lambda: calls.append("meanwhile"))
+    assert problem is None and calls == ["launch", "meanwhile", "launch"]
+    wrong = every.copy()
+    wrong[200] = 7
+    calls.clear()
+    event, problem = verifier.checked_launch(lambda: None, launch(wrong), lambda: calls.append("meanwhile"))
+    assert problem is not None and problem.startswith("output 'o' differs at (200,)")
+    assert calls == ["launch", "meanwhile"]
+
+
+def test_a_variant_prepared_ahead_is_timed_without_planning_its_launch_again(runner, monkeypatch):
+    """The worker prepares the next configuration while the current one's checked launch runs
+    (tuner/worker.py `_ahead`): its launch is then ready when its turn comes."""
+    from imagecl.tuner.worker import _ahead
+
+    runner, _ = runner
+    program = runner.session.program
+    planned = []
+    real = program._new_launch
+    monkeypatch.setattr(program, "_new_launch", lambda plan, prepared: (planned.append(plan), real(plan, prepared))[1])
+    current, after = {"BUG": 0, "px_x": 4, "px_y": 2}, {"BUG": 0, "px_x": 2, "px_y": 4}
+    timing = runner.time(current, repeats=1, verify=True, read_outputs=False, meanwhile=_ahead(runner, after))
+    assert timing.problem is None and len(planned) == 2  # the current launch, then the next one's meanwhile
+    timing = runner.time(after, repeats=1, verify=True, read_outputs=False)
+    assert timing.problem is None and len(planned) == 2  # nothing planned again
+    assert _ahead(runner, None) is None
+    _ahead(runner, {"BUG": 0, "px_x": 3})()  # not a configuration of the space: left to its own measurement

@@ -123,7 +123,8 @@ class KernelRunner:
     # ---- one configuration -----------------------------------------------------------------------
     def time(self, config: Mapping[str, int], repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
              max_seconds: Optional[float] = None, verify: bool = False,
-             stop_above: Optional[float] = None, probe: float = 0.0) -> Timing:
+             stop_above: Optional[float] = None, probe: float = 0.0,
+             meanwhile: Optional[Callable[[], None]] = None) -> Timing:
         # `probe` is not used: a hand-written kernel may rely on its whole grid (a cut one could
         # index past its buffers), so it is censored on its checked launch only
         import pyopencl as cl
@@ -144,12 +145,15 @@ class KernelRunner:
             if verify:
                 poisoned = self.verifier.poisoned
                 first, timing.problem = self.verifier.checked_launch(
-                    lambda: self._restore([i for i in self.outputs + self.inouts if i not in poisoned]), enqueue)
+                    lambda: self._restore([i for i in self.outputs + self.inouts if i not in poisoned]), enqueue,
+                    meanwhile)
                 if timing.problem:
                     return timing
             else:
                 self._restore(self.outputs + self.inouts)
                 first = enqueue()
+                if meanwhile is not None:
+                    meanwhile()
                 first.wait()
                 if read_outputs:
                     timing.outputs = {str(i): self._download(i) for i in self.outputs + self.inouts}

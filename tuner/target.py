@@ -57,7 +57,7 @@ class Runner(Protocol):
 
     def time(self, config: Mapping[str, int], repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
              max_seconds: Optional[float] = None, verify: bool = False, stop_above: Optional[float] = None,
-             probe: float = 0.0): ...
+             probe: float = 0.0, meanwhile: Optional[Callable[[], None]] = None): ...
 
 
 def run_key(program, device, grid_shape: tuple[int, ...]) -> RunKey:
@@ -151,8 +151,14 @@ class ProgramRunner:
             # a millisecond a configuration, a minute over a space of 100,000
             space = self._space
             full = config if frozenset(config) == self._names else space.complete(dict(config))
-            self._plans = {key: space.plan(full)}  # one at a time is enough
+            # the one measured and the next one, planned ahead (prepare)
+            self._plans = {k: p for k, p in list(self._plans.items())[-1:]}
+            self._plans[key] = space.plan(full)
         return self._plans[key]
+
+    def prepare(self, config: Mapping[str, int]) -> None:
+        """Plan `config` and its launch ahead of its measurement (see Session.prepare)."""
+        self.session.prepare(self._plan(config))
 
     def build_input(self, config: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
         return self.program.source_of(self._plan(config)), ()
@@ -163,9 +169,10 @@ class ProgramRunner:
 
     def time(self, config: Mapping[str, int], repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
              max_seconds: Optional[float] = None, verify: bool = False, stop_above: Optional[float] = None,
-             probe: float = 0.0):
+             probe: float = 0.0, meanwhile: Optional[Callable[[], None]] = None):
         return self.session.time(self._plan(config), repeats=repeats, warmup=warmup, read_outputs=read_outputs,
-                                 max_seconds=max_seconds, verify=verify, stop_above=stop_above, probe=probe)
+                                 max_seconds=max_seconds, verify=verify, stop_above=stop_above, probe=probe,
+                                 meanwhile=meanwhile)
 
 
 def make_runner(setup: dict, device, on_built: Optional[Callable[[], None]] = None) -> Runner:

@@ -51,6 +51,12 @@ def build(device, source: str, options: Sequence[str] = (), context=None):
         return program
 
 
+def is_built(device, source: str, options: Sequence[str] = ()) -> bool:
+    """Whether this process holds `source` built (or preloaded) for `device`."""
+    context, _ = context_and_queue(device)
+    return _key(context, device, source, options) in _BUILT
+
+
 def preload(device, source: str, binary: bytes, options: Sequence[str] = ()) -> bool:
     """Register a cached binary for `source`, so that build() need not compile it again.
     Returns False (and registers nothing) when the driver rejects the binary."""

@@ -133,14 +133,22 @@ class Session:
         return outputs
 
     # ---- timing -----------------------------------------------------------------------------------
+    def prepare(self, plan) -> None:
+        """Do ahead the host work of `plan`'s next time() that needs no device (its launch's
+        arguments and geometry, kept by the program): run while another variant's launch is on
+        the device, it is off the measurement's critical path."""
+        self.program.launch_for(plan, self.prepared)
+
     def time(self, plan, repeats: int = 3, warmup: int = 1, read_outputs: bool = True,
              max_seconds: Optional[float] = None, verify: bool = False,
-             stop_above: Optional[float] = None, probe: float = 0.0) -> Timing:
+             stop_above: Optional[float] = None, probe: float = 0.0,
+             meanwhile: Optional[Callable[[], None]] = None) -> Timing:
         """Build (cached) and launch `plan`: the first launch is checked (on the device against the
         reference when `verify`, else its outputs are read back), then `repeats` timed launches,
         unless the checked launch took over `stop_above` seconds (`Timing.censored`, no times).
         `probe` (a fraction): first a launch of that part of the work-groups (`Timing.probe`),
         which alone ends the measurement when it takes over `stop_above`, before any check.
+        `meanwhile`: host work run once while the checked launch is on the device.
         Raises BuildError / ExecutionError on failure; a wrong output sets `Timing.problem`."""
         import pyopencl as cl
 
@@ -158,7 +166,8 @@ class Session:
                 self._restore(only_read_write=True)
                 # one work-group first: a kernel's first launch may include its compilation for
                 # this work-group size (PoCL), which must not count as the probe's time
-                cl.enqueue_nd_range_kernel(self.queue, kernel, tuple(launch.local_size), launch.local_size).wait()
+                # (not waited for: the queue is in order, and the probe's time is its own profile)
+                cl.enqueue_nd_range_kernel(self.queue, kernel, tuple(launch.local_size), launch.local_size)
                 event = cl.enqueue_nd_range_kernel(self.queue, kernel, partial, launch.local_size)
                 event.wait()
                 timing.probe = event_seconds(event)
@@ -168,12 +177,14 @@ class Session:
             # the checked launch (also the warm-up)
             if verify:
                 first, timing.problem = self.verifier.checked_launch(
-                    lambda: self._restore(skip=frozenset(self.verifier.poisoned)), enqueue)
+                    lambda: self._restore(skip=frozenset(self.verifier.poisoned)), enqueue, meanwhile)
                 if timing.problem:
                     return timing
             else:
                 self._poison()
                 first = enqueue()
+                if meanwhile is not None:
+                    meanwhile()
                 first.wait()
                 if read_outputs:
                     timing.outputs = self.download()

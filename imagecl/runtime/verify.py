@@ -147,6 +147,8 @@ class _Output:
     scale: float
     ref_buffer: Any
     mask_buffer: Any
+    compare: Any = None  # its comparison kernel, every argument bound but the poison (set per check)
+    bad: Any = None  # the kernel's count of mismatching elements (one int on the device)
 
 
 class Verifier:
@@ -159,7 +161,6 @@ class Verifier:
         self.context, self.queue = context_and_queue(device)
         self.rtol = float(rtol)
         self.outputs: dict[Hashable, _Output] = {}
-        self._bad = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, 4)
         self._no_mask = cl.Buffer(self.context, cl.mem_flags.READ_ONLY, 1)
 
     def add(self, key: Hashable, label: str, buffer: Any, reference: np.ndarray,
@@ -177,11 +178,19 @@ class Verifier:
         if unwritten is not None:
             mask = cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR,
                              hostbuf=np.ascontiguousarray(unwritten, dtype=np.uint8))
-        self.outputs[key] = _Output(
+        o = _Output(
             label, buffer, host, unwritten, poison_values(host, unwritten) if poisoned else [],
             # the tolerance's scale, computed once: per variant it would cost a pass over the image
             reference_scale(host if unwritten is None else host[~unwritten]),
             cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host), mask)
+        # each output's own kernel object, bound once: per check only the poison changes (a
+        # variant's check costs microseconds of host time, not a dozen argument settings)
+        o.bad = cl.Buffer(self.context, mf.READ_WRITE, 4)
+        o.compare = cl.Kernel(self._program(host.dtype), "imcl_compare")
+        o.compare.set_args(o.buffer, o.ref_buffer, o.mask_buffer if o.mask_buffer is not None else self._no_mask,
+                           np.int32(o.mask_buffer is not None), _scalar(host.dtype, self._poison_of(o, 0)),
+                           np.int32(host.size), np.float32(self.rtol), np.float32(self.rtol * o.scale), o.bad)
+        self.outputs[key] = o
 
     @property
     def poisoned(self) -> set:
@@ -212,31 +221,41 @@ class Verifier:
             source = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + source
         return launcher.build(self.device, source)
 
+    def _enqueue_counts(self, k: int) -> tuple[np.ndarray, Any]:
+        """Enqueue every output's comparison after a launch poisoned with the k-th values, and
+        the reads of their counts (not waited for): the counts' host array and the last read."""
+        import pyopencl as cl
+
+        counts = np.zeros(len(self.outputs), np.int32)
+        read = None
+        for i, o in enumerate(self.outputs.values()):
+            n = o.host.size
+            cl.enqueue_fill_buffer(self.queue, o.bad, np.int32(0), 0, 4)
+            if k:  # the 0-th poison is bound already
+                o.compare.set_arg(4, _scalar(o.host.dtype, self._poison_of(o, k)))
+            cl.enqueue_nd_range_kernel(self.queue, o.compare, (-(-n // 256) * 256,), (256,))
+            if k:
+                o.compare.set_arg(4, _scalar(o.host.dtype, self._poison_of(o, 0)))
+            read = cl.enqueue_copy(self.queue, counts[i:i + 1], o.bad, is_blocking=False)
+        return counts, read
+
     def mismatches(self, k: int = 0) -> dict[Hashable, int]:
         """Per output, how many elements differ from the reference after a launch poisoned with
         the k-th values (counted on the device)."""
-        import pyopencl as cl
-
-        counts = {}
-        for key, o in self.outputs.items():
-            n = o.host.size
-            cl.enqueue_fill_buffer(self.queue, self._bad, np.int32(0), 0, 4)
-            kernel = launcher._kernel(self._program(o.host.dtype), "imcl_compare")
-            kernel.set_args(o.buffer, o.ref_buffer, o.mask_buffer if o.mask_buffer is not None else self._no_mask,
-                            np.int32(o.mask_buffer is not None), _scalar(o.host.dtype, self._poison_of(o, k)),
-                            np.int32(n), np.float32(self.rtol), np.float32(self.rtol * o.scale), self._bad)
-            cl.enqueue_nd_range_kernel(self.queue, kernel, (-(-n // 256) * 256,), (256,))
-            bad = np.zeros(1, np.int32)
-            cl.enqueue_copy(self.queue, bad, self._bad)
-            counts[key] = int(bad[0])
-        return counts
+        counts, read = self._enqueue_counts(k)
+        if read is not None:
+            read.wait()  # the queue is in order: every count before it is read too
+        return {key: int(c) for key, c in zip(self.outputs, counts)}
 
     def check(self, k: int = 0) -> Optional[str]:
         """None when every output matches the reference, else where the first mismatch is (only a
         failing output is downloaded, to say so)."""
+        return self._problem(self.mismatches(k), k)
+
+    def _problem(self, mismatches: Mapping[Hashable, int], k: int) -> Optional[str]:
         import pyopencl as cl
 
-        for key, count in self.mismatches(k).items():
+        for key, count in mismatches.items():
             if not count:
                 continue
             o = self.outputs[key]
@@ -246,17 +265,26 @@ class Verifier:
             return f"{o.label} {problem or f'differs from the reference in {count} values'}"
         return None
 
-    def checked_launch(self, prepare: Callable[[], None], launch: Callable[[], Any]) -> tuple[Any, Optional[str]]:
+    def checked_launch(self, prepare: Callable[[], None], launch: Callable[[], Any],
+                       meanwhile: Optional[Callable[[], None]] = None) -> tuple[Any, Optional[str]]:
         """The verified launch (one per poison value): `prepare` gives the arrays that are not
         poisoned their initial data, `launch` enqueues the kernel and returns its event. Returns
-        the last launch's event and the first problem found (None: the outputs are right)."""
+        the last (finished) launch's event and the first problem found (None: the outputs are
+        right). The comparison is queued behind the launch without waiting for it, and
+        `meanwhile` (host work, e.g. preparing the next variant) runs while the device works."""
         event = None
         for k in range(self.passes):
             prepare()
             self.poison(k)
             event = launch()
-            event.wait()
-            problem = self.check(k)
+            counts, read = self._enqueue_counts(k)
+            if meanwhile is not None:
+                meanwhile()
+                meanwhile = None
+            if read is not None:
+                read.wait()
+            event.wait()  # done already (the queue is in order); a no-op that makes it explicit
+            problem = self._problem(dict(zip(self.outputs, (int(c) for c in counts))), k)
             if problem:
                 return event, problem
         return event, None
