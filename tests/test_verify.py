@@ -200,3 +200,28 @@ def test_a_variant_prepared_ahead_is_timed_without_planning_its_launch_again(run
     assert timing.problem is None and len(planned) == 2  # nothing planned again
     assert _ahead(runner, None) is None
     _ahead(runner, {"BUG": 0, "px_x": 3})()  # not a configuration of the space: left to its own measurement
+
+
+def test_a_groups_later_configurations_do_not_read_the_build_cache_again(runner, tmp_path):
+    """The worker loads a source's binary (or builds it) for the first configuration of its group;
+    the others launch the loaded program (tuner/worker.py), until the group's program is dropped."""
+    from imagecl.runtime import launcher
+    from imagecl.tuner.buildcache import BuildCache
+    from imagecl.tuner.worker import _measure_one
+
+    runner, _ = runner
+    device = runner.device
+    cache = BuildCache(tmp_path / "cache")
+    reads = []
+    real_get = cache.get
+    cache.get = lambda key: (reads.append(key), real_get(key))[1]
+    first, second = {"BUG": 0, "wg_x": 4, "wg_y": 2, "px_y": 8}, {"BUG": 0, "wg_x": 2, "wg_y": 4, "px_y": 8}
+    source, options = runner.build_input(first)
+    assert runner.build_input(second) == (source, options)  # the work-group size is launch-only here
+    launcher.forget(device, source, options)
+    results = [_measure_one(c, runner, device, cache, 1, 1, 0.1, {}, float("inf")) for c in (first, second)]
+    assert [r["status"] for r in results] == ["ok", "ok"]
+    assert len(reads) == 1 and cache.get(reads[0]) is not None  # read once (a miss), built, then kept
+    launcher.forget(device, source, options)  # the group is done: the next one loads it again
+    assert _measure_one(second, runner, device, cache, 1, 1, 0.1, {}, float("inf"))["status"] == "ok"
+    assert len(reads) == 3
