@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .dataset import Dataset
-from .models import J48Baseline, PairRanker, nearest_candidate
+from .models import J48Baseline, PairRanker, nearest_candidate, portable_distance
 
 FEW_SHOT = 10  # measurements a few-shot tuner spends on the top-ranked candidates
 
@@ -94,15 +94,12 @@ def best_single(data: Dataset, cases: Sequence[int]) -> Optional[np.ndarray]:
     if not scored:
         return None
     keys = np.unique(np.round(portable[np.concatenate(scored)], 6), axis=0)
-    wanted = np.log2(1 + keys)
     total = np.zeros(len(keys))
     for rows in scored:
         shares = np.exp(np.nanmin(data.log_time[rows]) - data.log_time[rows])
         shares = np.where(np.isnan(shares), 0.0, shares)
-        # every key's nearest row of this case at once (nearest_candidate's distance)
-        here = np.log2(1 + portable[rows])
-        distance = np.linalg.norm(here[None, :, :] - wanted[:, None, :], axis=2)
-        total += shares[np.argmin(distance, axis=1)]
+        # every key's nearest row of this case at once (as nearest_candidate lands one)
+        total += shares[np.argmin(portable_distance(portable[rows], keys), axis=1)]
     return keys[int(np.argmax(total))]
 
 

@@ -204,8 +204,10 @@ def live_ranker(kind: str = "forest", seed: int = 0, n_jobs: int = 1, target: st
     return PairRanker(kind, seed, target=target, n_jobs=n_jobs, launch=launch)
 
 
-def _portable_distance(targets: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    return np.linalg.norm(np.log2(1 + targets) - np.log2(1 + wanted)[None, :], axis=1)
+def portable_distance(targets: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Log2-scaled distances from portable encodings `wanted` (one row, or several) to each row
+    of `targets`: shape (len(targets),), or (len(wanted), len(targets))."""
+    return np.linalg.norm(np.log2(1 + targets) - np.log2(1 + wanted)[..., None, :], axis=-1)
 
 
 def nearest_candidate(candidates: np.ndarray, wanted: np.ndarray, allowed: np.ndarray) -> Optional[int]:
@@ -214,7 +216,7 @@ def nearest_candidate(candidates: np.ndarray, wanted: np.ndarray, allowed: np.nd
     idx = np.flatnonzero(allowed)
     if len(idx) == 0:
         return None
-    d = _portable_distance(candidates[idx], wanted)
+    d = portable_distance(candidates[idx], wanted)
     return int(idx[np.argmin(d)])
 
 
