@@ -4,13 +4,11 @@ output), checked against a NumPy reference written from the choices alone, and i
 tunable never changes the output (LANGUAGE.md)."""
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 
 import imagecl
-from imagecl.bench.synthetic_stencils import StencilChoice, draw, generate, render
+from imagecl.bench.synthetic_stencils import StencilChoice, choices, generate, render
 
 NUMPY_PAD = {"constant": "constant", "clamped": "edge", "wrap": "wrap", "mirror": "reflect"}
 SHAPE = (13, 17)  # (height, width): wider than the largest footprint (radius 4) on both axes
@@ -62,17 +60,8 @@ def _arguments(c: StencilChoice, rng: np.random.Generator) -> tuple[dict, list[n
     return arguments, images, weights.astype(np.float64)
 
 
-def _choices(count: int, seed: int, rich: bool = False) -> list[StencilChoice]:
-    rng, seen = random.Random(seed), []
-    while len(seen) < count:
-        choice = draw(rng, rich)
-        if choice not in seen:
-            seen.append(choice)
-    return seen
-
-
 # the knowledge data's programs (seeds 17 and 18), and more with the tunable and every boundary
-CHOICES = _choices(16, 17) + _choices(24, 18, rich=True) + [c for c in _choices(60, 3) if c.tunable][:8] + [
+CHOICES = choices(16, 17) + choices(24, 18, rich=True) + [c for c in choices(60, 3) if c.tunable][:8] + [
     # a rank reduction over a loop nest with a condition (the window's position counted at run time)
     StencilChoice(inputs=2, pixel="float", shape="cross", radius=2, weights="array", per_tap="exp", divide=False,
                   unrolled=False, boundary="mirror", tunable=True, reduce="rank", outputs=2)]
@@ -104,10 +93,10 @@ def test_every_tunable_value_computes_the_numpy_stencil(choice):
 
 
 def test_rich_draws_leave_the_first_set_unchanged_and_add_both_new_choices():
-    rich = _choices(24, 18, rich=True)
+    rich = choices(24, 18, rich=True)
     assert {c.reduce for c in rich} == {"fold", "rank"} and {c.outputs for c in rich} == {1, 2}
     assert all(c.radius <= 2 and c.per_tap != "minmax" for c in rich if c.reduce == "rank")
-    assert {c.reduce for c in _choices(40, 17)} == {"fold"} and {c.outputs for c in _choices(40, 17)} == {1}
+    assert {c.reduce for c in choices(40, 17)} == {"fold"} and {c.outputs for c in choices(40, 17)} == {1}
 
 
 def test_the_knowledge_programs_are_what_the_generator_makes():

@@ -211,18 +211,25 @@ def render(c: StencilChoice, kernel: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def generate(count: int, seed: int, rich: bool = False) -> list[tuple[str, str]]:
-    """`count` distinct (name, source) pairs; every source passes imagecl's checks. `rich`: see
-    draw (the set without it, `generate(16, 17)`, is what the knowledge data first measured)."""
+def choices(count: int, seed: int, rich: bool = False) -> list[StencilChoice]:
+    """The first `count` distinct draws of `seed` (see draw for `rich`)."""
     rng = random.Random(seed)
+    drawn: list[StencilChoice] = []
     seen: set[StencilChoice] = set()
-    programs = []
-    while len(programs) < count:
+    while len(drawn) < count:
         choice = draw(rng, rich)
-        if choice in seen:
-            continue
-        seen.add(choice)
-        name = choice.name(seed, len(programs))
+        if choice not in seen:
+            seen.add(choice)
+            drawn.append(choice)
+    return drawn
+
+
+def generate(count: int, seed: int, rich: bool = False) -> list[tuple[str, str]]:
+    """`count` distinct (name, source) pairs, one per choice; every source passes imagecl's
+    checks. (The set without `rich`, `generate(16, 17)`, is what the knowledge data first measured.)"""
+    programs = []
+    for n, choice in enumerate(choices(count, seed, rich)):
+        name = choice.name(seed, n)
         source = render(choice, "stencil")
         compile_program(source, filename=f"{name}.icl")  # raises on anything imagecl would reject
         programs.append((name, source))
