@@ -183,7 +183,7 @@ class Verifier:
             # the tolerance's scale, computed once: per variant it would cost a pass over the image
             reference_scale(host if unwritten is None else host[~unwritten]),
             cl.Buffer(self.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host), mask)
-        # each output's own kernel object, bound once: per check only the poison changes (a
+        # each output's own kernel object, bound once: per check only the poison is set (a
         # variant's check costs microseconds of host time, not a dozen argument settings)
         o.bad = cl.Buffer(self.context, mf.READ_WRITE, 4)
         o.compare = cl.Kernel(self._program(host.dtype), "imcl_compare")
@@ -221,9 +221,10 @@ class Verifier:
             source = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + source
         return launcher.build(self.device, source)
 
-    def _enqueue_counts(self, k: int) -> tuple[np.ndarray, Any]:
+    def _enqueue_counts(self, k: int) -> Callable[[], dict[Hashable, int]]:
         """Enqueue every output's comparison after a launch poisoned with the k-th values, and
-        the reads of their counts (not waited for): the counts' host array and the last read."""
+        the reads of their counts, without waiting: returns what waits for them and gives the
+        counts per output."""
         import pyopencl as cl
 
         counts = np.zeros(len(self.outputs), np.int32)
@@ -231,21 +232,20 @@ class Verifier:
         for i, o in enumerate(self.outputs.values()):
             n = o.host.size
             cl.enqueue_fill_buffer(self.queue, o.bad, np.int32(0), 0, 4)
-            if k:  # the 0-th poison is bound already
-                o.compare.set_arg(4, _scalar(o.host.dtype, self._poison_of(o, k)))
+            o.compare.set_arg(4, _scalar(o.host.dtype, self._poison_of(o, k)))
             cl.enqueue_nd_range_kernel(self.queue, o.compare, (-(-n // 256) * 256,), (256,))
-            if k:
-                o.compare.set_arg(4, _scalar(o.host.dtype, self._poison_of(o, 0)))
             read = cl.enqueue_copy(self.queue, counts[i:i + 1], o.bad, is_blocking=False)
-        return counts, read
+
+        def result() -> dict[Hashable, int]:
+            if read is not None:
+                read.wait()  # the queue is in order: every count before it is read too
+            return {key: int(c) for key, c in zip(self.outputs, counts)}
+        return result
 
     def mismatches(self, k: int = 0) -> dict[Hashable, int]:
         """Per output, how many elements differ from the reference after a launch poisoned with
         the k-th values (counted on the device)."""
-        counts, read = self._enqueue_counts(k)
-        if read is not None:
-            read.wait()  # the queue is in order: every count before it is read too
-        return {key: int(c) for key, c in zip(self.outputs, counts)}
+        return self._enqueue_counts(k)()
 
     def check(self, k: int = 0) -> Optional[str]:
         """None when every output matches the reference, else where the first mismatch is (only a
@@ -277,14 +277,13 @@ class Verifier:
             prepare()
             self.poison(k)
             event = launch()
-            counts, read = self._enqueue_counts(k)
+            counted = self._enqueue_counts(k)
             if meanwhile is not None:
                 meanwhile()
                 meanwhile = None
-            if read is not None:
-                read.wait()
-            event.wait()  # done already (the queue is in order); a no-op that makes it explicit
-            problem = self._problem(dict(zip(self.outputs, (int(c) for c in counts))), k)
+            mismatches = counted()
+            event.wait()  # done already where some count was read (the queue is in order)
+            problem = self._problem(mismatches, k)
             if problem:
                 return event, problem
         return event, None
