@@ -158,7 +158,7 @@ def _measure_one(config, runner, device, cache, repeats, max_repeats, max_spread
         bound = censor.bound(best)  # slower than the best above it (censor.py)
         censoring = censor.censors and bound is not None  # a checked launch over the bound ends the measurement
         audited = censoring and censor.audited(canonical_config(config))
-        stop = {}  # (runners without censoring are asked nothing new)
+        stop = {}  # without censoring: no probe and no bound
         if censoring:
             stop = {"probe": censor.probe} if censor.probe else {}
             if not audited:
