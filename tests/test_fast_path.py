@@ -167,13 +167,15 @@ def assert_matches(got: dict, ref: dict, what: str) -> None:
 
 
 def path_counts(prog: imagecl.Program, config: dict, shape: tuple) -> tuple[int, int]:
-    """(work-group blocks that take the fast path, blocks that take the general one)."""
+    """(work-group blocks that take the fast path, blocks that take the general one). An image
+    staged in local memory is read from its tile, which the fill has clamped: its halo does not
+    keep a block in the grid off the fast path."""
     dims = len(shape)
     extent = tuple(reversed(shape))  # x first
     analysis = prog.analysis_for({})
-    images = interior.inside_images(prog.info, analysis)
-    low = [max(analysis.footprints[n].halo_low[d] for n in images) for d in range(dims)]
-    high = [max(analysis.footprints[n].halo_high[d] for n in images) for d in range(dims)]
+    images = [n for n in interior.inside_images(prog.info, analysis) if not config.get(f"local_{n}")]
+    low = [max([analysis.footprints[n].halo_low[d] for n in images], default=0) for d in range(dims)]
+    high = [max([analysis.footprints[n].halo_high[d] for n in images], default=0) for d in range(dims)]
     axes = "xyz"[:dims]
     wg = [config.get(f"wg_{a}", 1) for a in axes]
     px = [config.get(f"px_{a}", 1) for a in axes]
@@ -269,6 +271,27 @@ def test_fast_path_source_has_no_boundary_handling(name):
     assert "_inside(" in _function(text, name)  # the kernel calls it
     general = _function(text, f"imcl_point_{name}")
     assert "imcl_read_input" in general  # the general path keeps boundary handling
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_border_blocks_read_their_tile_on_the_fast_path(mode):
+    """With the input staged in local memory, only the tile's fill tests the input's halo: a
+    block at the image's border that lies in the grid computes on the fast path (the vector code
+    here) from the tile the general fill has boundary-handled, and still matches SciPy."""
+    config = {"wg_x": 2, "wg_y": 2, "px_x": 8, "interior": 1, "vector_x": 2, "local_input": 1}
+    prog = program("convolution", mode)
+    text = prog.opencl_source(config)
+    fill = re.search(r"const bool imcl_fill_inside = (.*?);", text, re.S).group(1)
+    fast = re.search(r"const bool imcl_inside = (.*?);", text, re.S).group(1)
+    assert "imcl_lox >= 2" in fill and "imcl_lox >=" not in fast and "imcl_input_w" in fast
+    assert "if (imcl_fill_inside)" in text
+    shape = (32, 64)  # every block in the grid: all of them on the fast path, the border ones too
+    full = prog.space_for(problem_shape=shape).complete(config)
+    assert path_counts(prog, full, shape) == (4 * 16, 0)  # blocks of 16 x 2
+    args = inputs("convolution", shape)
+    assert_matches(prog(**args, config=full), convolution_ref(args, mode), f"{mode} {full} {shape}")
+    without = {k: v for k, v in config.items() if k != "local_input"}  # direct reads: halos count
+    assert path_counts(prog, prog.space_for(problem_shape=shape).complete(without), shape) == (2 * 14, 4 * 16 - 2 * 14)
 
 
 def test_vector_source_uses_aligned_vectors():

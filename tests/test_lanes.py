@@ -19,7 +19,7 @@ import pytest
 import imagecl
 from imagecl.bench import machine_code
 from imagecl.bench.peer_workloads import convolution_source
-from imagecl.passes.lanes import NotVectorisable, analyse
+from imagecl.passes.lanes import NotVectorisable, analyse, analyse_rows
 
 MIX = """
 #pragma imcl grid(input, output)
@@ -102,6 +102,70 @@ def test_wide_runs_are_jammed_runs_of_16(mix_program):
         assert f"float16 imcl_{run}_s = 0.0f;" in lanes and f"(imcl_x0 + {16 * run})" in lanes
     assert lanes.count("float g = gain;") == 1 and lanes.count("if (flag > 0)") == 1  # uniform: once
     assert "imcl_x0 = imcl_gx * 64;" in text
+
+
+ROWS = """
+#pragma imcl grid(input, output)
+#pragma imcl boundary_cond(input:clamped)
+void rows(Image<float> input, Image<float> output, float gain) {
+    float wy = (float)(idy % 5) * gain;
+    int r = idy;
+    r = r * 2 + 1;
+    float s = 0.0f;
+    for (int j = -1; j <= 1; j++)
+        s += input[idx][idy + j] * wy + input[idx + 1][idy - j];
+    output[idx][idy] = s + (float)r;
+}
+"""
+
+
+def rows_reference(a: dict) -> np.ndarray:
+    inp = np.pad(a["input"], 1, mode="edge")
+    h, w = a["input"].shape
+    y = np.arange(h)[:, None]
+    wy = (y % 5).astype(np.float32) * np.float32(a["gain"])
+    s = np.zeros((h, w), np.float32)
+    for j in (-1, 0, 1):
+        s = s + inp[1 + j:1 + j + h, 1:1 + w] * wy + inp[1 - j:1 - j + h, 2:2 + w]
+    return s + (2 * y + 1).astype(np.float32)
+
+
+@pytest.mark.parametrize("px_x,px_y,rows", [(8, 2, 2), (16, 4, 4), (16, 8, 4), (32, 4, 4), (64, 4, 2)])
+def test_rows_side_by_side_match_numpy(px_x, px_y, rows):
+    """One call of the lane function computes `rows` grid rows (at most 4, and at most 8 jammed
+    copies with the runs along x): values that depend on idy get a copy per row, the loop over the
+    work-item's rows steps by them, and the numbers are NumPy's."""
+    prog = imagecl.compile(ROWS, filename="rows.icl")
+    assert analyse_rows(prog.info) is not None
+    config = {"interior": 1, "vector_x": 2, "px_x": px_x, "px_y": px_y, "wg_x": 1, "wg_y": 2}
+    text = prog.opencl_source(config)
+    lanes = text[text.index("void imcl_point_rows_lanes("):text.index("__kernel")]
+    assert f"in each of {rows} rows from idy on" in text
+    for row in range(1, rows):
+        assert f"(idy + {row})" in lanes and f"imcl_{row * (px_x // min(px_x, 16))}_wy" in lanes
+    step = f"idy = imcl_gy * {px_y} + imcl_ky * {rows};" if px_y > rows else f"idy = imcl_gy * {px_y};"
+    assert step in text
+    rng = np.random.default_rng(px_x + px_y)
+    shape = (37, 211)
+    args = {"input": rng.integers(-40, 40, shape).astype(np.float32) / 4, "gain": 0.5}
+    space = prog.space_for(problem_shape=shape)
+    got = prog(**args, config=space.complete(config))["output"]
+    np.testing.assert_allclose(got, rows_reference(args), rtol=1e-6, atol=1e-5)
+
+
+def test_row_dependent_control_flow_keeps_one_row_a_call():
+    source = ROWS.replace("    float s = 0.0f;\n", "    float s = 0.0f;\n    if (idy % 2 == 0) s = 1.0f;\n")
+    prog = imagecl.compile(source, filename="rows_branch.icl")
+    assert analyse(prog.info) is not None and analyse_rows(prog.info) is None
+    config = {"interior": 1, "vector_x": 2, "px_x": 16, "px_y": 4, "wg_x": 1, "wg_y": 2}
+    text = prog.opencl_source(config)
+    assert "rows from idy on" not in text and "imcl_ky < 4" in text
+    rng = np.random.default_rng(7)
+    shape = (37, 211)
+    args = {"input": rng.integers(-40, 40, shape).astype(np.float32) / 4, "gain": 0.5}
+    want = rows_reference(args) + (np.arange(shape[0])[:, None] % 2 == 0)
+    got = prog(**args, config=prog.space_for(problem_shape=shape).complete(config))["output"]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5)
 
 
 @pytest.mark.parametrize("source,reason", [

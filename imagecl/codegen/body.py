@@ -30,16 +30,18 @@ def render_lines(template: str, **context) -> str:
 
 
 def kernel_body(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str], point_call: str,
-                inside_call: Optional[str] = None, tiles: list[RegisterTile] = (), stores: list[str] = ()) -> str:
+                inside_call: Optional[str] = None, tiles: list[RegisterTile] = (), stores: list[str] = (),
+                rows: int = 1) -> str:
     """The kernel's body: the general one, or (with `inside_call`, the fast path's per-point call)
-    the one that tests whether the work-group lies inside the images (codegen/interior.py)."""
+    the one that tests whether the work-group lies inside the images (codegen/interior.py);
+    `rows`: grid rows one call of the lane function computes (codegen/lanes.py)."""
     return render_lines("kernel_body.cl.j2", **kernel_frame(info, plan, analysis, grid_extents, point_call,
-                                                             inside_call, tiles, stores).template_context())
+                                                             inside_call, tiles, stores, rows).template_context())
 
 
 def kernel_frame(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str], point_call: str,
                  inside_call: Optional[str] = None, tiles: list[RegisterTile] = (),
-                 stores: list[str] = ()) -> frame.KernelFrame:
+                 stores: list[str] = (), rows: int = 1) -> frame.KernelFrame:
     """The variant's kernel frame: the frame passes (passes/frame.py) composed as `plan` says."""
     out = frame_passes.one_point_per_item(grid_extents, point_call)
     out = frame_passes.coarsen(out, plan.px, plan.interleaved)
@@ -50,11 +52,15 @@ def kernel_frame(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents
     if inside_call is not None:
         # with the interleaved layout the test is per iteration, and there are no vectorised runs
         shown = ([], []) if out.per_iteration else (tiles, stores)
+        # the fast path reads an image staged in local memory from its tile, which the general
+        # fill has already clamped: only the fill needs that image's halo inside the image
+        staged = tuple(local_images(info, plan))
         out = frame_passes.fast_path(out, inside_call,
-                                     interior.inside_conditions(info, plan, analysis, grid_extents, *shown))
+                                     interior.inside_conditions(info, plan, analysis, grid_extents, *shown, skip=staged),
+                                     interior.inside_conditions(info, plan, analysis, grid_extents, [], []))
         if plan.vector_x and not out.per_iteration:
             out = frame_passes.vectorise_runs(out, register_tiles(info, plan, tiles), staged_stores(info, stores),
-                                              explicit=plan.vector_x == LANES)
+                                              explicit=plan.vector_x == LANES, rows=rows)
     return out
 
 

@@ -137,13 +137,15 @@ def vector_candidates(info: ProgramInfo, analyses) -> bool:
 
 
 def inside_conditions(info: ProgramInfo, plan, analysis: AccessAnalysis, grid_extents: list[str],
-                      tiles: list[RegisterTile], stores: list[str]) -> list[str]:
+                      tiles: list[RegisterTile], stores: list[str], skip: tuple[str, ...] = ()) -> list[str]:
     """The conditions, on the block's bounds `imcl_lo<a>` and `imcl_hi<a>` (one past it), under
-    which the work-group's footprint is inside every image (templates/kernel_body.cl.j2 declares
-    the bounds and joins the conditions into `imcl_inside`)."""
+    which the work-group's footprint is inside every image but those in `skip` (templates/
+    kernel_body.cl.j2 declares the bounds and joins the conditions into `imcl_inside`)."""
     dims = info.grid_dims
     conds = [f"imcl_hi{AXES[d]} <= {grid_extents[d]}" for d in range(dims)]
     for name in inside_images(info, analysis):
+        if name in skip:
+            continue
         array = info.arrays[name]
         fp = analysis.footprints[name]
         for d in range(dims):

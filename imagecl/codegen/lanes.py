@@ -32,20 +32,39 @@ RUN_START = "imcl_x0"
 
 
 class LaneEmitter(Emitter):
-    """Prints the kernel body for N lanes; `lane` set: the scalar text of one lane."""
+    """Prints the kernel body for N lanes; `lane` set: the scalar text of one lane. With `rows`
+    above 1 (and `row_values`, passes/lanes.analyse_rows), a call computes that many grid rows
+    from idy on, each with `runs` runs along x: every run of every row is one jammed copy."""
 
-    def __init__(self, info, plan: AccessPlan, lanes: Lanes, n: int, runs: int = 1) -> None:
+    def __init__(self, info, plan: AccessPlan, lanes: Lanes, n: int, runs: int = 1, rows: int = 1,
+                 row_values: Optional[Lanes] = None) -> None:
         super().__init__(info, plan)
+        if rows > 1 and row_values is None:
+            raise ValueError("rows side by side need the analysis of what differs between rows")
         self.lanes = lanes
+        self.rows_of = row_values
         self.n = n
         self.runs = runs
-        self.run = 0  # which of the call's runs is printed
+        self.rows = rows
+        self.run = 0  # the copy being printed: of row run // runs, of run run % runs along x
         self.lane: Optional[int] = None
+
+    @property
+    def copies(self) -> int:
+        return self.runs * self.rows
 
     @property
     def start(self) -> str:
         """The first point of the run being printed."""
-        return RUN_START if self.run == 0 else f"({RUN_START} + {self.run * self.n})"
+        along_x = self.run % self.runs
+        return RUN_START if along_x == 0 else f"({RUN_START} + {along_x * self.n})"
+
+    def row_varies(self, e) -> bool:
+        """Whether `e` differs between the rows of a call (always False with one row)."""
+        return self.rows > 1 and self.rows_of.varies(e)
+
+    def row_symbol(self, symbol) -> bool:
+        return self.rows > 1 and self.rows_of.symbol_varies(symbol)
 
     def var(self, name: str) -> str:
         """A varying local's name in the run being printed (generated names start with imcl_)."""
@@ -56,27 +75,33 @@ class LaneEmitter(Emitter):
 
     # ---- statements ---------------------------------------------------------------------
     def stmt(self, s: ir.Stmt, depth: int) -> list[str]:
-        if self.runs == 1 or not self._per_run(s):
+        if self.copies == 1 or not self._per_run(s):
             return super().stmt(s, depth)
         if isinstance(s, ir.DeclGroup):  # its uniform declarations once, its varying ones per run
             return [line for d in s.decls for line in self.stmt(d, depth)]
         lines = []
-        for run in range(self.runs):
+        for run in range(self.copies):
             self.run = run
             lines += self._stmt(s, depth)  # not the printed-statement cache: the text depends on the run
         self.run = 0
         return lines
 
     def _per_run(self, s: ir.Stmt) -> bool:
-        """A simple statement that declares, computes or stores varying values."""
+        """A simple statement that declares, computes or stores varying values (along x, or
+        between the rows of a call)."""
         if isinstance(s, ir.VarDecl):
-            return self.lanes.symbol_varies(s.symbol)
+            return self.lanes.symbol_varies(s.symbol) or self.row_symbol(s.symbol)
         if isinstance(s, ir.DeclGroup):
-            return any(self.lanes.symbol_varies(d.symbol) for d in s.decls)
-        return isinstance(s, ir.ExprStmt) and any(self.lanes.varies(e) for e in walk(s) if isinstance(e, ir.Expr))
+            return any(self.lanes.symbol_varies(d.symbol) or self.row_symbol(d.symbol) for d in s.decls)
+        return isinstance(s, ir.ExprStmt) and any(self.lanes.varies(e) or self.row_varies(e)
+                                                  for e in walk(s) if isinstance(e, ir.Expr))
 
     def decl(self, d: ir.VarDecl) -> str:
         if not self.lanes.symbol_varies(d.symbol):
+            if self.row_symbol(d.symbol):  # a scalar of its own in each row
+                const = "const " if d.is_const else ""
+                text = f"{const}{d.var_type.c_name()} {self.var(d.name)}"
+                return text + (" = " + self.assigned(d.init, d.var_type) if d.init is not None else "")
             return super().decl(d)
         const = "const " if d.is_const else ""
         text = f"{const}{self.vector(d.var_type)} {self.var(d.name)}"
@@ -112,6 +137,12 @@ class LaneEmitter(Emitter):
         return self.expr(e, min_prec)
 
     def _expr(self, e: ir.Expr) -> tuple[str, int]:
+        if self.rows > 1 and isinstance(e, ir.Name) and not self.lanes.symbol_varies(e.symbol) \
+                and self.row_symbol(e.symbol):
+            row = self.run // self.runs
+            if e.symbol.kind == "grid_index":  # idy
+                return (self.c(e.name), _PRIMARY) if row == 0 else (f"({self.c(e.name)} + {row})", _PRIMARY)
+            return self.var(e.name), _PRIMARY
         if self.lane is not None:
             if isinstance(e, ir.Name) and self.lanes.symbol_varies(e.symbol):
                 if e.symbol.kind == "grid_index":
@@ -200,10 +231,26 @@ WIDEST = 16  # OpenCL's widest vector: px_x = 32 or 64 is 2 or 4 runs of 16
 JAMMED_WIDTHS = (32, 64)
 
 
+MAX_ROWS = 4  # grid rows one call computes side by side
+MAX_COPIES = 8  # runs along x times rows: jammed copies of the body in one call
+
+
 def runs_of(px_x: int) -> tuple[int, int]:
     """(vector width, runs per call) for px_x points per work-item."""
     n = min(px_x, WIDEST)
     return n, px_x // n
+
+
+def rows_of(px_x: int, px_y: int, jammable: bool) -> int:
+    """Grid rows one call computes side by side (a divisor of px_y): as many as MAX_ROWS and
+    MAX_COPIES allow, so that rows share the loads of the image rows their footprints share and
+    their sums are independent chains; 1 where the body cannot (passes/lanes.analyse_rows)."""
+    if not jammable:
+        return 1
+    rows = 1
+    while rows * 2 <= min(px_y, MAX_ROWS) and px_y % (rows * 2) == 0 and runs_of(px_x)[1] * rows * 2 <= MAX_COPIES:
+        rows *= 2
+    return rows
 
 
 def lane_signature(params: list[str], values: list[str]) -> tuple[list[str], list[str]]:

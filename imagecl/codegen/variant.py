@@ -22,9 +22,10 @@ from ..passes.semantic import GRID_INDICES, ArrayInfo, ProgramInfo
 from ..passes import memory as placement
 from ..passes.memory import place_memory
 from ..passes.lanes import analyse as analyse_lanes
+from ..passes.lanes import analyse_rows
 from ..passes.unroll import unroll
 from . import interior
-from .lanes import LANES, LaneEmitter, lane_signature, runs_of
+from .lanes import LANES, LaneEmitter, lane_signature, rows_of, runs_of
 from .interior import local_images
 from .body import kernel_body, local_array_name, local_arrays, tile_extent_names, tile_origin_names
 from .emitter import AccessPlan, Emitter, names
@@ -477,11 +478,15 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
     note = ""
     n = plan.px[0] if plan.vector_x else 0
     explicit = plan.vector_x == LANES
+    rows = 1
     if explicit:
         name = f"imcl_point_{info.kernel.name}_lanes"
         params, values = lane_signature(params, values)
         width, runs = runs_of(n)
+        rows = rows_of(n, plan.px[1], analyse_rows(info) is not None) if info.grid_dims > 1 else 1
         note = f"; one call computes {n} points along x, as {runs} vector(s) of {width} lanes"
+        if rows > 1:
+            note += f", in each of {rows} rows from idy on"
     elif plan.vector_x:
         tiles = interior.register_tiles(info, analysis, plan.local_mem, plan.image_mem, n)
         stores = interior.vector_store_images(info)
@@ -498,21 +503,22 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
     def fast_body() -> str:
         fast = placement.interior(placed, plan, interior.inside_images(info, analysis))
         if explicit:
-            emitter = LaneEmitter(fast, PlacedAccess(fast), analyse_lanes(fast), *runs_of(n))
+            emitter = LaneEmitter(fast, PlacedAccess(fast), analyse_lanes(fast), *runs_of(n), rows=rows,
+                                  row_values=analyse_rows(fast) if rows > 1 else None)
             return "\n".join(emitter.block_lines(fast.kernel.body, 1))
         if plan.vector_x:
             fast = placement.vectorise(fast, [t.image for t in tiles], stores)
         return "\n".join(Emitter(fast, PlacedAccess(fast, tiles)).block_lines(fast.kernel.body, 1))
 
     # the re-placement reads the placed IR's key and, vectorised, the run's length (the register tiles)
-    key = ("inside", plan.tunables, _factors(plan), plan.image_mem, plan.local_mem, n, explicit)
+    key = ("inside", plan.tunables, _factors(plan), plan.image_mem, plan.local_mem, n, explicit, rows)
     context["inside_points"] = [{
         "name": name, "note": note, "params": params, "indent": " " * len(f"void {name}("),
         "body": _memoised(memo, key, fast_body),
     }]
     inside_call = f"{name}({', '.join(values)});"
     context["kernel_body"] = kernel_body(info, plan, analysis, grid_extents(info), point_call, inside_call,
-                                         tiles, stores)
+                                         tiles, stores, rows)
 
 
 # ---- launching ------------------------------------------------------------------------------------------------

@@ -100,6 +100,7 @@ class VectorRuns:
     tiles: tuple[RegisterTile, ...] = ()
     stores: tuple[StagedStore, ...] = ()
     explicit: bool = False  # one call of the fast path's lane function per run (codegen/lanes.py)
+    rows: int = 1  # grid rows one such call computes (the outer y loop steps by them)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,8 @@ class KernelFrame:
     tiles: tuple[LocalTile, ...] = ()
     inside_call: Optional[str] = None  # the fast path's per-point call (None: no fast path)
     conditions: tuple[str, ...] = field(default=())  # the fast path's test, on imcl_lo/hi<axis>
+    # the tiles' unclamped fill's test where it differs from the fast path's (empty: the same)
+    fill_conditions: tuple[str, ...] = field(default=())
     vector: Optional[VectorRuns] = None
     # the kernel runs over a band of the grid through a global work offset, which shifts
     # get_global_id but not get_group_id: a work-group's first point is get_global_id - get_local_id
@@ -149,5 +152,6 @@ class KernelFrame:
     def template_context(self) -> dict:
         """What templates/kernel_body.cl.j2 reads."""
         names = ("axes", "coarse", "interleaved", "per_iteration", "simple", "px_text", "outside", "inside_grid",
-                 "point_call", "inside_call", "array_copies", "tiles", "conditions", "vector", "banded")
+                 "point_call", "inside_call", "array_copies", "tiles", "conditions", "fill_conditions", "vector",
+                 "banded")
         return {name: getattr(self, name) for name in names}

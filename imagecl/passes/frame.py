@@ -13,7 +13,7 @@ frame; their composition (codegen/body.py) is the variant's __kernel body.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from typing import Iterable, Optional
 
 from ..ir.frame import ArrayCopy, Axis, KernelFrame, LocalTile, RegisterTile, StagedStore, VectorRuns
 
@@ -39,22 +39,31 @@ def stage_local(frame: KernelFrame, copies: Iterable[ArrayCopy], tiles: Iterable
                                tiles=frame.tiles + tuple(tiles))
 
 
-def fast_path(frame: KernelFrame, inside_call: str, conditions: Iterable[str]) -> KernelFrame:
+def fast_path(frame: KernelFrame, inside_call: str, conditions: Iterable[str],
+              fill_conditions: Optional[Iterable[str]] = None) -> KernelFrame:
     """Work-groups for which every condition holds call `inside_call` at each point instead of
-    the general per-point function (and fill their tiles without boundary handling)."""
+    the general per-point function; those for which every `fill_conditions` holds (default: the
+    same conditions) fill their local-memory tiles without boundary handling."""
     conditions = tuple(dict.fromkeys(conditions))
-    if not conditions:
+    fill = conditions if fill_conditions is None else tuple(dict.fromkeys(fill_conditions))
+    if not conditions or not fill:
         raise ValueError("the fast path needs its conditions")
-    return dataclasses.replace(frame, inside_call=inside_call, conditions=conditions)
+    if not frame.tiles or set(fill) == set(conditions):
+        fill = ()  # one test serves both
+    return dataclasses.replace(frame, inside_call=inside_call, conditions=conditions, fill_conditions=fill)
 
 
 def vectorise_runs(frame: KernelFrame, tiles: Iterable[RegisterTile], stores: Iterable[StagedStore],
-                   explicit: bool = False) -> KernelFrame:
+                   explicit: bool = False, rows: int = 1) -> KernelFrame:
     """In the fast path, each work-item's px_x contiguous points along x run as one vector run:
     the per-point call for each point between register-tile loads and staged stores, or
-    (`explicit`) one call of the lane function (codegen/lanes.py) for the whole run."""
+    (`explicit`) one call of the lane function (codegen/lanes.py) for the whole run, which
+    computes `rows` grid rows at once (the loop over the work-item's px_y rows steps by them)."""
     if frame.inside_call is None or frame.interleaved or frame.axes[0].px < 2:
         raise ValueError("vectorised runs need the fast path, the blocked layout and px_x > 1")
-    outer = tuple(a for a in frame.coarse if a.d != 0)
+    if rows > 1 and (not explicit or len(frame.axes) < 2 or frame.axes[1].px % rows):
+        raise ValueError("rows side by side need the lane function and a divisor of px_y")
+    outer = tuple(dataclasses.replace(a, px=a.px // rows) if a.d == 1 else a for a in frame.coarse if a.d != 0)
+    outer = tuple(a for a in outer if a.px > 1)
     return dataclasses.replace(frame, vector=VectorRuns(frame.axes[0].px, outer, tuple(tiles), tuple(stores),
-                                                        bool(explicit)))
+                                                        bool(explicit), rows))

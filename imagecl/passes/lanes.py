@@ -91,13 +91,11 @@ def _is_lane_type(t) -> bool:
     return isinstance(t, ty.ScalarType) and t != ty.BOOL
 
 
-def analyse(info: ProgramInfo) -> Lanes:
-    """The varying values of `info`'s kernel body, or NotVectorisable with the reason."""
-    body = info.kernel.body
+def _dependents(info: ProgramInfo, nodes: list, index: str) -> Lanes:
+    """The symbols and expressions of the kernel body that depend on the grid index `index`."""
     lanes = Lanes(info)
-    nodes = list(walk(body))
     for n in nodes:
-        if isinstance(n, ir.Name) and n.symbol is not None and n.symbol.kind == "grid_index" and n.name == "idx":
+        if isinstance(n, ir.Name) and n.symbol is not None and n.symbol.kind == "grid_index" and n.name == index:
             lanes.symbols[id(n.symbol)] = n.symbol
     # a local assigned a varying value anywhere varies (flow-insensitive, to a fixed point)
     changed = True
@@ -114,6 +112,13 @@ def analyse(info: ProgramInfo) -> Lanes:
                 lanes.symbols[id(target)] = target
                 changed = True
     lanes._memo.clear()
+    return lanes
+
+
+def analyse(info: ProgramInfo) -> Lanes:
+    """The varying values of `info`'s kernel body, or NotVectorisable with the reason."""
+    nodes = list(walk(info.kernel.body))
+    lanes = _dependents(info, nodes, "idx")
     for symbol in lanes.symbols.values():
         if symbol.kind not in ("local", "grid_index") or not _is_lane_type(symbol.type):
             raise NotVectorisable(f"'{symbol.name}' depends on idx but is not a scalar local variable")
@@ -189,3 +194,32 @@ def _write_refusal(info: ProgramInfo, lanes: Lanes, n) -> Optional[str]:
     if not at_point or not array.in_grid or not _is_lane_type(target.type):
         return f"'{target.base.name}' is written elsewhere than at the grid point"
     return None
+
+
+def analyse_rows(info: ProgramInfo) -> Optional[Lanes]:
+    """The values of the kernel body that differ between grid rows (depend on `idy`), when one
+    call can compute several rows side by side (codegen/lanes.py prints each statement that
+    involves them once per row, with idy + r): None when the body's control flow depends on the
+    row (a branch, a loop's condition or start), when a helper function it calls reads a grid
+    index itself, or when a private array holds row-dependent values. A 1-D grid has no rows."""
+    if info.grid_dims < 2:
+        return None
+    nodes = list(walk(info.kernel.body))
+    rows = _dependents(info, nodes, "idy")
+    for n in nodes:
+        if isinstance(n, ir.Return):
+            return None
+        if isinstance(n, (ir.If, ir.While, ir.DoWhile, ir.ExitUnless, ir.For)) and rows.varies(n.cond):
+            return None
+        if isinstance(n, ir.For) and n.init is not None \
+                and any(rows.varies(e) for e in walk(n.init) if isinstance(e, ir.Expr)):
+            return None
+        if isinstance(n, ir.Call) and n.function is not None and _uses_grid_index(n.function):
+            return None
+        if isinstance(n, ir.VarDecl) and isinstance(n.var_type, ty.ArrayType) and isinstance(n.init, list) \
+                and any(rows.varies(x) for x in walk(n.init) if isinstance(x, ir.Expr)):
+            return None
+    for symbol in rows.symbols.values():
+        if symbol.kind not in ("local", "grid_index") or isinstance(symbol.type, ty.ArrayType):
+            return None
+    return rows
