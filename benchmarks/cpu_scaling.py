@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from imagecl.bench.peers import cpu_name
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -182,21 +184,11 @@ def main() -> int:
         print("\n".join(lines[:-1]))
         runs.append(json.loads(lines[-1]))
     report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "workload": args.workload,
-              "size": args.size, "host": platform.node(), "cpu": _cpu_model(), "seconds": round(time.time() - started, 1),
+              "size": args.size, "host": platform.node(), "cpu": cpu_name(), "seconds": round(time.time() - started, 1),
               "runs": runs}
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
     return 0
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":

@@ -279,7 +279,7 @@ def tuning_shape(shape: tuple[int, ...], scale: Optional[float], cpu: bool) -> O
 def machine_description(device_kind: str, info, peers: list[Peer]) -> dict:
     text = {"opencl_device": info.name, "opencl_platform": info.platform, "opencl_driver": info.driver,
             "compute_units": info.compute_units, "python": platform.python_version(), "host": platform.node(),
-            "cpu": _cpu_name(), "cpu_cores": os.cpu_count(), "load_average": list(os.getloadavg())}
+            "cpu": cpu_name(), "cpu_cores": os.cpu_count(), "load_average": list(os.getloadavg())}
     if device_kind == "nvidia":
         try:
             import cupy
@@ -298,7 +298,8 @@ def machine_description(device_kind: str, info, peers: list[Peer]) -> dict:
     return text
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what the platform module says."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
