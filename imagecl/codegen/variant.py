@@ -483,7 +483,9 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
         name = f"imcl_point_{info.kernel.name}_lanes"
         params, values = lane_signature(params, values)
         width, runs = runs_of(n)
-        rows = rows_of(n, plan.px[1], analyse_rows(info) is not None) if info.grid_dims > 1 else 1
+        if info.grid_dims > 1:  # the analysis once per program (and tunables), not once per variant
+            jammable = _memoised(memo, ("rows", plan.tunables), lambda: analyse_rows(info) is not None)
+            rows = rows_of(n, plan.px[1], jammable)
         note = f"; one call computes {n} points along x, as {runs} vector(s) of {width} lanes"
         if rows > 1:
             note += f", in each of {rows} rows from idy on"
