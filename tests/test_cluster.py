@@ -231,6 +231,28 @@ def test_workers_killed_mid_run_lose_nothing_and_record_nothing_twice(tmp_path, 
     _two_live_workers(client)  # the nanny restarted it
 
 
+@pytest.mark.timeout(200)
+def test_a_worker_the_cluster_gave_up_on_is_opened_again_for_its_device(client):
+    """When a killed worker stays lost past distributed.deploy.lost-worker-timeout (its restart is
+    slow on a loaded machine), Dask's cluster closes its nanny and forgets it: the device would have
+    no worker for the rest of the run. The local cluster opens it again, with its device."""
+    _two_live_workers(client)
+    cluster = client.cluster
+    name = sorted(cluster.workers)[0]
+    closed = cluster.workers[name]
+
+    async def give_up():  # what SpecCluster does to a worker lost for longer than that timeout
+        await cluster.workers.pop(name).close()
+
+    cluster.sync(give_up)
+    _two_live_workers(client, timeout=150)
+    assert cluster.workers[name] is not closed
+    infos = client.scheduler_info()["workers"].values()
+    assert sorted(w["name"] for w in infos) == sorted(cluster.worker_spec)
+    devices = client.run(lambda: os.environ.get("IMAGECL_DEVICE"))
+    assert sorted(devices.values()) == ["0", "1"]
+
+
 class _KillsEveryWorkerAtTheFirstPin(_Recording):
     """A client that kills every worker just before it sends the first task pinned to one: the
     worker named is gone by the time Dask places the task, and no worker is up to take it."""

@@ -191,8 +191,14 @@ def open_client(spec: ClusterSpec, devices: Optional[list[int]] = None) -> Itera
     workers = {f"device-{i}" + (f".{n}" if n else ""): {"cls": Nanny, "options": {
         "nthreads": 1, "resources": {RESOURCE: 1}, "env": {DEVICE_ENV: str(i)}, "silence_logs": logging.ERROR}}
         for n, i in ((indices[:k].count(i), i) for k, i in enumerate(indices))}
+    # a killed worker's nanny starts it again; on a loaded machine that can take longer than
+    # Dask's default 15 s, after which the cluster closes the nanny and the device has no worker
+    # for the rest of the run: give the restart time (read when a worker is lost, so set for the
+    # process), and open again any worker closed anyway
+    dask.config.set({"distributed.deploy.lost-worker-timeout": f"{LOST_WORKER_SECONDS}s"})
     cluster = SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
                           silence_logs=logging.ERROR)
+    keeper = _keep_workers(cluster, len(workers))
     try:
         client = Client(cluster)
         try:
@@ -201,7 +207,22 @@ def open_client(spec: ClusterSpec, devices: Optional[list[int]] = None) -> Itera
         finally:
             client.close()
     finally:
+        cluster.loop.add_callback(keeper.stop)
         cluster.close()
+
+
+LOST_WORKER_SECONDS = 90  # how long a local cluster waits for a killed worker's nanny
+KEEP_WORKERS_MS = 2000  # how often it checks that every device has a worker
+
+
+def _keep_workers(cluster: Any, count: int) -> Any:
+    """Every KEEP_WORKERS_MS, the local cluster opens again the workers it closed (SpecCluster.scale
+    to its own size re-creates the specified workers it no longer holds and touches the others)."""
+    from tornado.ioloop import PeriodicCallback
+
+    keeper = PeriodicCallback(lambda: cluster.scale(count), KEEP_WORKERS_MS)
+    cluster.loop.add_callback(keeper.start)
+    return keeper
 
 
 # --- the worker side -------------------------------------------------------------------------
