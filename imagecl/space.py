@@ -493,7 +493,8 @@ def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) 
     params = [Parameter.of(ch.INTERIOR, None, [0, 1],
                            "work-groups whose footprint lies inside the images skip boundary handling")]
     constraints: list[Constraint] = []
-    values = [0] + [1] * interior.vector_candidates(info, analyses) + [lanes.LANES] * lanes.vectorisable(info)
+    as_lanes = lanes.vectorisable(info)
+    values = [0] + [1] * interior.vector_candidates(info, analyses) + [lanes.LANES] * bool(as_lanes)
     if len(values) > 1:
         what = "move runs of px_x points along x as vectors"
         if lanes.LANES in values:
@@ -508,7 +509,28 @@ def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) 
             lambda c, widths=widths, jammed=jammed: (c["vector_x"] == 0) | (
                 (c["interior"] == 1) & (c["interleaved"] == 0)
                 & (np.isin(c["px_x"], widths) | ((c["vector_x"] == lanes.LANES) & np.isin(c["px_x"], jammed))))))
+    if as_lanes and len(as_lanes) < len(assignments(info)):
+        constraints.append(_lanes_tunables(info, as_lanes))
     return params, constraints
+
+
+def _lanes_tunables(info: ProgramInfo, as_lanes: list[dict[str, int]]) -> Constraint:
+    """Vector code only with the tunables' values whose body can run as lanes (an ALGORITHM
+    whose arm sorts a private array cannot; another's selection network of min and max can)."""
+    names = tuple(info.tunables)
+    allowed = sorted({tuple(a[n] for n in names) for a in as_lanes})
+    shown = "; ".join(", ".join(f"{n}={v}" for n, v in zip(names, values)) for values in allowed)
+
+    def check(c, names=names, allowed=allowed):
+        ok = np.zeros_like(c["vector_x"], dtype=bool)
+        for values in allowed:
+            match = np.ones_like(ok)
+            for name, value in zip(names, values):
+                match &= c[name] == value
+            ok |= match
+        return (c["vector_x"] != lanes.LANES) | ok
+
+    return Constraint(f"vector_x={lanes.LANES} (vector code) only with {shown}", ("vector_x",) + names, check)
 
 
 def _lanes_read_buffers(info: ProgramInfo, analyses: Iterable[AccessAnalysis], fast_params: list[Parameter],

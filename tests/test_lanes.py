@@ -196,3 +196,65 @@ def test_pocl_builds_the_lane_code_into_packed_instructions():
     vector = machine_code.pocl_instruction_mix(source, {**unrolled, "vector_x": 2, "px_x": 8}, shape=(32, 64))
     assert scalar.packed == 0 and scalar.scalar >= 81
     assert vector.packed >= 81  # 81 taps, each one packed multiply-add (or multiply and add) for 8 lanes
+
+
+# a tunable chooses between an arm that cannot run as lanes (a private array) and one that can
+CHOICE = """
+#pragma imcl grid(input, output)
+#pragma imcl boundary_cond(input:clamped)
+#pragma imcl tunable(ALGORITHM: 0, 1)
+void pick(Image<float> input, Image<float> output) {
+    float result = 0.0f;
+    if (ALGORITHM == 0) {
+        float w[3];
+        for (int i = -1; i <= 1; i++) { w[i + 1] = input[idx + i][idy]; }
+        result = w[0] + w[1] + w[2];
+    } else {
+        result = input[idx - 1][idy] + input[idx][idy] + input[idx + 1][idy];
+    }
+    output[idx][idy] = result;
+}
+"""
+
+
+def test_a_tunable_whose_arm_can_run_as_lanes_gets_vector_code_for_that_value_only():
+    prog = imagecl.compile(CHOICE, filename="pick.icl")
+    with pytest.raises(NotVectorisable, match="'w' is written inside the body"):
+        analyse(prog.info)  # the body as a whole: both arms
+    shape = (21, 83)
+    space = prog.space_for(problem_shape=shape)
+    assert 2 in space.parameter("vector_x").values
+    sample = space.random(400, seed=3)
+    vector = [c for c in sample if c["vector_x"] == 2]
+    assert vector and {c["ALGORITHM"] for c in vector} == {1}
+    assert {c["ALGORITHM"] for c in sample} == {0, 1}
+    with pytest.raises(imagecl.ConfigError, match="ALGORITHM=1"):
+        space.complete({"ALGORITHM": 0, "interior": 1, "vector_x": 2, "px_x": 16})
+    config = space.complete({"ALGORITHM": 1, "interior": 1, "vector_x": 2, "px_x": 16, "wg_x": 1, "wg_y": 2})
+    text = prog.opencl_source(config)
+    lanes_function = text[text.index("void imcl_point_pick_lanes"):text.index("__kernel void pick")]
+    assert "float16" in lanes_function and " w[" not in lanes_function  # the arm not taken is left out
+    rng = np.random.default_rng(5)
+    image = rng.random(shape, dtype=np.float32)
+    padded = np.pad(image, ((0, 0), (1, 1)), mode="edge")
+    want = padded[:, :-2] + padded[:, 1:-1] + padded[:, 2:]
+    np.testing.assert_allclose(prog(input=image, config=config)["output"], want, rtol=1e-6)
+
+
+def test_the_median_selection_network_runs_as_lanes_and_matches_scipy():
+    """Peer workload median (ALGORITHM 3, min and max only) as vector code, against SciPy."""
+    from scipy import ndimage
+
+    from imagecl.bench.peer_workloads import median_source
+
+    rng = np.random.default_rng(11)
+    for radius, px in ((1, 32), (2, 16)):
+        prog = imagecl.compile(median_source(radius), filename="median.icl")
+        image = rng.integers(0, 256, (29, 101), dtype=np.uint8)
+        space = prog.space_for(problem_shape=image.shape)
+        assert {c["ALGORITHM"] for c in space.random(300, seed=1) if c["vector_x"] == 2} == {3}
+        config = space.complete({"ALGORITHM": 3, "interior": 1, "vector_x": 2, "px_x": px, "px_y": 2,
+                                 "wg_x": 1, "wg_y": 2})
+        assert "uchar16" in prog.opencl_source(config)
+        want = ndimage.median_filter(image, size=2 * radius + 1, mode="nearest")
+        np.testing.assert_array_equal(prog(input=image, config=config)["output"], want)

@@ -490,3 +490,32 @@ def test_the_report_says_each_halide_schedule():
     text = ", ".join(peers_report._schedule_text(k, v) for k, v in notes.items() if isinstance(v, dict))
     assert text == ("Adams2019 2.0 ms, Li2018 1.0 ms (wrong output), Anderson2021 n/a (Anderson2021 schedules GPU "
                     "targets only), gpu_tile 16x16 failed (HalideError: Error: out of shared memory)")
+
+
+@pytest.mark.parametrize("count", [9, 25, 49, 10, 3])
+def test_selection_network_leaves_the_rank_th_smallest_in_place(count):
+    """Against NumPy's partition: many random windows (with ties), every rank for small counts."""
+    from imagecl.bench.peer_workloads import selection_network
+
+    rng = np.random.default_rng(count)
+    windows = rng.integers(0, 12, (4000, count))
+    for rank in sorted({count // 2, 0, count - 1}):
+        w = windows.T.copy()
+        for a, b, low, high in selection_network(count, rank):
+            lo, hi = np.minimum(w[a], w[b]), np.maximum(w[a], w[b])
+            w[a], w[b] = lo, hi
+        np.testing.assert_array_equal(w[rank], np.partition(windows, rank, axis=1)[:, rank])
+    # pruned: fewer compare-exchanges than a full sort of the next power of two
+    assert len(selection_network(count, count // 2)) < {3: 5, 9: 63, 10: 63, 25: 191, 49: 543}[count]
+
+
+def test_the_median_workload_selection_arm_equals_scipy_without_vector_code():
+    from scipy import ndimage
+
+    import imagecl
+    from imagecl.bench.peer_workloads import median_source
+
+    prog = imagecl.compile(median_source(3), filename="median7.icl")
+    image = np.random.default_rng(2).integers(0, 256, (23, 31), dtype=np.uint8)
+    got = prog(input=image, config={"ALGORITHM": 3})["output"]
+    np.testing.assert_array_equal(got, ndimage.median_filter(image, size=7, mode="nearest"))

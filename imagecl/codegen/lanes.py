@@ -260,12 +260,29 @@ def lane_signature(params: list[str], values: list[str]) -> tuple[list[str], lis
     return params, values
 
 
-def vectorisable(info) -> bool:
-    """Whether the program's kernel body can run as lanes (passes/lanes.py says why not)."""
-    from ..passes.lanes import NotVectorisable, analyse
+MAX_ASSIGNMENTS = 64  # assignments of the tunables checked one by one; beyond, the body as a whole
 
-    try:
-        analyse(info)
-    except NotVectorisable:
-        return False
-    return True
+
+def vectorisable(info) -> Optional[list[dict[str, int]]]:
+    """The assignments of the program's tunables whose kernel body can run as lanes: the body
+    specialised for each, with the branches the tunables decide folded (passes/lanes.py says
+    why not). [{}] for a program without tunables that can; None where none can. Beyond
+    MAX_ASSIGNMENTS, every assignment or none, as the unspecialised body can or not."""
+    from ..passes.lanes import NotVectorisable, analyse
+    from ..passes.specialise import assignments, fold_decided_branches, specialise
+
+    every = assignments(info)
+    if len(every) > MAX_ASSIGNMENTS:
+        try:
+            analyse(info)
+        except NotVectorisable:
+            return None
+        return every
+    found = []
+    for values in every:
+        try:
+            analyse(fold_decided_branches(specialise(info, values)))
+        except NotVectorisable:
+            continue
+        found.append(values)
+    return found or None

@@ -23,6 +23,7 @@ from ..passes import memory as placement
 from ..passes.memory import place_memory
 from ..passes.lanes import analyse as analyse_lanes
 from ..passes.lanes import analyse_rows
+from ..passes.specialise import fold_decided_branches
 from ..passes.unroll import unroll
 from . import interior
 from .lanes import LANES, LaneEmitter, lane_signature, rows_of, runs_of
@@ -484,7 +485,8 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
         params, values = lane_signature(params, values)
         width, runs = runs_of(n)
         if info.grid_dims > 1:  # the analysis once per program (and tunables), not once per variant
-            jammable = _memoised(memo, ("rows", plan.tunables), lambda: analyse_rows(info) is not None)
+            jammable = _memoised(memo, ("rows", plan.tunables),
+                                 lambda: analyse_rows(fold_decided_branches(info)) is not None)
             rows = rows_of(n, plan.px[1], jammable)
         note = f"; one call computes {n} points along x, as {runs} vector(s) of {width} lanes"
         if rows > 1:
@@ -504,7 +506,8 @@ def _add_fast_path(info: ProgramInfo, placed: ProgramInfo, plan: VariantPlan, an
 
     def fast_body() -> str:
         fast = placement.interior(placed, plan, interior.inside_images(info, analysis))
-        if explicit:
+        if explicit:  # only the arms the tunables take: the others need not run as lanes
+            fast = fold_decided_branches(fast)
             emitter = LaneEmitter(fast, PlacedAccess(fast), analyse_lanes(fast), *runs_of(n), rows=rows,
                                   row_values=analyse_rows(fast) if rows > 1 else None)
             return "\n".join(emitter.block_lines(fast.kernel.body, 1))

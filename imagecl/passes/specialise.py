@@ -24,6 +24,7 @@ from ..errors import ConfigError
 from ..ir import nodes as ir
 from ..ir import types as ty
 from ..ir.consteval import const_int
+from ..ir.rewrite import rewrite_functions
 from ..ir.walk import walk
 from .semantic import ProgramInfo
 
@@ -68,3 +69,20 @@ def _evaluate_const_locals(info: ProgramInfo) -> None:
         t = node.var_type
         if node.is_const and isinstance(t, ty.ScalarType) and t.is_integer and isinstance(node.init, ir.Expr):
             node.symbol.value = const_int(node.init)
+
+
+def fold_decided_branches(info: ProgramInfo) -> ProgramInfo:
+    """`info` with every `if` whose condition is a constant (after `specialise`: a test of a
+    tunable, `if (ALGORITHM == 3)`) replaced by the arm it takes, or by nothing. The vector code
+    (codegen/lanes.py) and its analyses (passes/lanes.py) look at this IR, so that an arm that
+    cannot run as lanes refuses only the assignments that take it, not every one."""
+
+    def replace(original: ir.Node, rebuilt: ir.Node):
+        if isinstance(rebuilt, ir.If):
+            value = const_int(rebuilt.cond)
+            if value is not None:
+                taken = rebuilt.then if value else rebuilt.other
+                return taken if taken is not None else ir.Empty(rebuilt.pos)
+        return None
+
+    return rewrite_functions(info, replace)
