@@ -266,6 +266,14 @@ def test_merge_joins_the_calls_of_one_device(tmp_path):
     foreign.write_text(json.dumps({"records": []}))
     with pytest.raises(SystemExit):
         peers.run(["--merge", str(first), str(foreign), "--out", str(tmp_path / "x.json"), "--benchmarks-md", ""])
+    # a peer missing in the first call and run in a later one is described as it ran
+    absent, present = _part(["conv3"]), _part(["sobel"])
+    absent["machine"]["peers"]["Halide GPU"] = {"version": None, "missing": "halide is not installed",
+                                                "timing": "wall clock"}
+    present["machine"]["peers"]["Halide GPU"] = {"version": "21.0.0", "missing": None, "timing": "wall clock"}
+    joined = peers_report.merge_results([absent, present])
+    assert joined["machine"]["peers"]["Halide GPU"]["version"] == "21.0.0"
+    assert peers_report.merge_results([present, absent])["machine"]["peers"]["Halide GPU"]["version"] == "21.0.0"
     with pytest.raises(ValueError, match="different devices"):
         peers_report.merge_results([_part(["conv3"]), _part(["sobel"], kind="cpu")])
     with pytest.raises(ValueError, match="different OpenCL devices"):

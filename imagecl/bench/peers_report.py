@@ -83,7 +83,8 @@ def targets(result: dict, record: dict) -> list[str]:
 def merge_results(parts: list[dict]) -> dict:
     """One result from several calls on one device kind (a workload list split over calls): the
     records in the order given (a workload measured twice: the later call's), the first call's
-    machine description with the union of the peers, the calls' commands, dates and seconds."""
+    machine description with the union of the peers (each described by a call where it ran, if
+    any), the calls' commands, dates and seconds."""
     if not parts:
         raise ValueError("nothing to merge")
     kinds = {p.get("device_kind") for p in parts}
@@ -98,7 +99,9 @@ def merge_results(parts: list[dict]) -> dict:
         for record in part["records"]:
             records[record["workload"]] = record
         for name, meta in part["machine"]["peers"].items():
-            merged["machine"]["peers"].setdefault(name, meta)
+            known = merged["machine"]["peers"].setdefault(name, meta)
+            if known.get("missing") and not meta.get("missing"):  # a call where it ran says what ran
+                merged["machine"]["peers"][name] = meta
     merged["records"] = list(records.values())
     merged["command"] = " ; ".join(p["command"] for p in parts)
     merged["date"] = ", ".join(dict.fromkeys(p["date"] for p in parts))
