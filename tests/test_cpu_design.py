@@ -73,10 +73,35 @@ def test_hybrid_on_a_cpu_measures_vector_code_in_its_first_sample():
 
 def test_a_small_budget_still_samples_every_vector_x_value_first():
     """A budget of 8 (what a CPU tuning run of 20 s affords) gives a first stage of 0.3 x 8 = 2
-    draws; led by the code shape it takes 3, one per vector_x value."""
+    draws; led by the code shape it takes the two CPU seeds and then 3, one per vector_x value."""
     for seed in range(4):
         result = hybrid(_cpu_space("CPU"), 8, np.random.default_rng(seed), model="constant")
-        assert sorted(c["vector_x"] for c, _ in result.history[:3]) == [0, 1, 2], result.history[:3]
+        assert sorted(c["vector_x"] for c, _ in result.history[2:5]) == [0, 1, 2], result.history[:5]
+        assert result.info["design_seeds"] == 2 and result.info["seeded"] == 2
+
+
+def test_with_nothing_known_a_cpu_search_measures_the_cpu_seeds_first():
+    """design.CPU_SEEDS (the Xeon's fastest vector-code shapes) open a CPU search that has no seeds
+    and no prior; each takes the nearest listed value (px_x 64 -> 32 here) and a valid rest."""
+    from imagecl.tuner.strategies.design import CPU_SEEDS, code_shape_seeds
+
+    p = _cpu_space("CPU")
+    assert code_shape_seeds(p) == [dict(s) for s in CPU_SEEDS]
+    result = hybrid(p, 8, np.random.default_rng(0), model="constant")
+    first, second = (c for c, _ in result.history[:2])
+    assert (first["vector_x"], first["interior"], first["px_x"], first["px_y"], first["wg_x"], first["wg_y"]) == \
+        (2, 1, 32, 4, 1, 2)
+    assert (second["vector_x"], second["px_x"], second["px_y"], second["wg_y"]) == (2, 32, 1, 8)
+    # given seeds (the store's transfer, a knowledge model) win; a GPU, or a space without vector
+    # code, gets none
+    given = {"vector_x": 0, "px_x": 1, "px_y": 1, "wg_x": 4, "wg_y": 4}
+    seeded = hybrid(_cpu_space("CPU"), 8, np.random.default_rng(0), model="constant", seeds=[given])
+    assert "design_seeds" not in seeded.info and seeded.history[0][0]["vector_x"] == 0
+    gpu = hybrid(_cpu_space("GPU"), 8, np.random.default_rng(0), model="constant")
+    assert "design_seeds" not in gpu.info
+    scalar = problem_mod.FunctionProblem([Parameter("vector_x", [0, 1]), Parameter("px_x", [1, 2])], lambda c: 1.0)
+    scalar.device_kind = "CPU"
+    assert code_shape_seeds(scalar) == []
 
 
 def test_device_kind_of_an_opencl_device():

@@ -502,7 +502,7 @@ def test_the_report_says_each_halide_schedule():
 
 @pytest.mark.parametrize("count", [9, 25, 49, 10, 3])
 def test_selection_network_leaves_the_rank_th_smallest_in_place(count):
-    """Against NumPy's partition: many random windows (with ties), every rank for small counts."""
+    """Against NumPy's partition: many random windows (with ties), at the lowest, middle and highest rank."""
     from imagecl.bench.peer_workloads import selection_network
 
     rng = np.random.default_rng(count)

@@ -12,6 +12,13 @@ code at all, or only with a width that hides its worth. A design led by the code
 each `vector_x` value in turn, each time with the least covered `px_x` for it, and spreads
 the other parameters' values within that (sampling._spread_sample).
 
+With so few measurements a run also starts from what was measured fastest before, when nothing
+better is known (no seeds from the store or a knowledge model): CPU_SEEDS, the vector-code
+shapes that the fixed-configuration study (benchmarks/cpu_scaling.py) found fastest on the
+16-core Xeon for convolutions 3x3 and 9x9 at 4096x4096, several times faster than what 15-60 s
+runs ended on (BENCHMARKS.md, issue 23). A seed names a few parameters; the others are drawn
+from the valid configurations that agree with it (ml._seed_rows).
+
 On a GPU the work-group shape and the memory spaces matter as much, and vector code is one
 option among many, so the plain spread stays the default there.
 """
@@ -24,6 +31,21 @@ from ..problem import Problem
 # balanced in this order: each level's cells (joint values) before the next level's and before
 # every other parameter
 CODE_SHAPE = (("vector_x",), ("vector_x", "px_x"))
+
+
+# measured first by a CPU search that has no other seeds (see the module's docstring): conv9's
+# fastest (32 points along x in rows of 4, work-groups of 1x2) and conv3's (64 along x, 1x8)
+CPU_SEEDS = ({"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "wg_x": 1, "wg_y": 2},
+             {"interior": 1, "vector_x": 2, "px_x": 64, "px_y": 1, "wg_x": 1, "wg_y": 8})
+
+
+def code_shape_seeds(problem: Problem) -> list[dict[str, int]]:
+    """CPU_SEEDS restricted to `problem`'s parameters, where its space has vector code (none
+    otherwise: without it these shapes mean nothing)."""
+    names = problem.names
+    if "vector_x" not in names or 2 not in problem.parameters[names.index("vector_x")].values:
+        return []
+    return [{k: v for k, v in seed.items() if k in names} for seed in CPU_SEEDS]
 
 
 def code_shape_levels(problem: Problem, code_shape: Optional[bool] = None) -> list[tuple[int, ...]]:

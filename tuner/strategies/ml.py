@@ -30,7 +30,7 @@ from ..problem import Problem
 from .local import PROBES, _local_phase
 from .neighbours import _best_rows
 from .ranking import PICKS, Observation, _FailureModel, _Ranker, _skip_mask
-from .design import code_shape_levels
+from .design import code_shape_levels, code_shape_seeds
 from .sampling import _seed_rows, _spread_sample, _unmeasured_sample
 from .budget import AHEAD, BudgetExhausted, Result, Session
 
@@ -60,7 +60,8 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     `max_retrains` bound the refits; `avoid_failures=False` drops the failure classifier;
     `spread=True` draws stage 1 with `_spread_sample` (every parameter's values covered) instead
     of uniformly, led by the code shape (design.py) when `code_shape` is True, or None and the
-    problem is measured on a CPU device;
+    problem is measured on a CPU device (then, with no `seeds` and no `prior`, design.CPU_SEEDS
+    are measured first);
     `prediction_sample` is the most configurations ranked at once (larger spaces are sampled);
     `prior_weight` is how many pseudo-observations the model's own error estimate is worth
     against the residuals seen in stage 2. `local_share` > 0 keeps that fraction of the budget
@@ -86,9 +87,14 @@ def ml(problem: Problem, budget: int, rng: np.random.Generator, *, sample_fracti
     try:
         stage1 = max(1, min(budget, round(sample_fraction * budget)))
         lead = code_shape_levels(problem, code_shape) if spread else []
+        first_seeds = list(seeds)
+        if lead and not first_seeds and not prior:  # nothing known: the CPU's fastest shapes measured before
+            first_seeds = code_shape_seeds(problem)
+            info["design_seeds"] = len(first_seeds)
         if lead:  # one configuration per value of the code shape's first level, however small the budget
-            stage1 = min(budget, max(stage1, len(seeds) + math.prod(len(problem.parameters[c].values) for c in lead[0])))
-        seeded = _first_stage(problem, session, rng, stage1, seeds, spread, lead)
+            stage1 = min(budget, max(stage1, len(first_seeds) + math.prod(len(problem.parameters[c].values)
+                                                                          for c in lead[0])))
+        seeded = _first_stage(problem, session, rng, stage1, first_seeds, spread, lead)
         info["stage1"] = session.evaluations
         info["seeded"] = seeded
         if session.best_time is None or session.remaining <= 0:
