@@ -8,6 +8,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from .codegen import lanes
 from .codegen.variant import VariantPlan, generate, kernel_args, launch_geometry, local_images, tile_bytes_at_launch
 from .errors import ArgumentError, ConfigError, ImageCLError
 from .frontend.parser import parse
@@ -86,6 +87,12 @@ class Program:
         return {tuple(sorted(values.items())): analyse_accesses(self.specialised(values))
                 for values in assignments(self.info)}
 
+    @functools.cached_property
+    def lane_assignments(self) -> list[dict[str, int]]:
+        """The tunables' assignments whose body can run as vector code (codegen/lanes.vectorisable),
+        from the specialisations kept here: once per program, not once per device and size."""
+        return lanes.vectorisable(self.info, self.specialised)
+
     def analysis_for(self, tunables: Mapping[str, int]) -> AccessAnalysis:
         return self.analyses[tuple(sorted((k, int(v)) for k, v in tunables.items()))]
 
@@ -106,7 +113,7 @@ class Program:
         key = (limits, problem_shape)
         cache = self.__dict__.setdefault("_spaces", {})
         if key not in cache:
-            cache[key] = build_space(self.info, limits, problem_shape, self.analyses)
+            cache[key] = build_space(self.info, limits, problem_shape, self.analyses, self.lane_assignments)
         return cache[key]
 
     def _check_forced_local_memory(self) -> None:

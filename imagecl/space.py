@@ -345,9 +345,11 @@ def local_candidates(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> l
 
 
 def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None,
-                analyses: Optional[Mapping[tuple, AccessAnalysis]] = None) -> Space:
+                analyses: Optional[Mapping[tuple, AccessAnalysis]] = None,
+                lane_assignments: Optional[list[dict[str, int]]] = None) -> Space:
     """The tuning space of `info` on a device with `limits` (and, if known, for a problem size);
-    `analyses`: those of analyses_per_tunables(info), when the caller has them already."""
+    `analyses`: those of analyses_per_tunables(info), and `lane_assignments`: codegen/lanes.
+    vectorisable(info), when the caller has them already (neither depends on the device)."""
     dims = info.grid_dims
     if analyses is None:
         analyses = analyses_per_tunables(info)
@@ -412,7 +414,7 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
         defaults[loop.parameter] = 1
 
     _dynamic_unroll_parameters(any_analysis, params, defaults)
-    fast_params, fast_constraints = fast_path_parameters(info, analyses.values())
+    fast_params, fast_constraints = fast_path_parameters(info, analyses.values(), lane_assignments)
     params.extend(fast_params)
     constraints.extend(fast_constraints)
     constraints.extend(_lanes_read_buffers(info, analyses.values(), fast_params, image_params))
@@ -483,17 +485,19 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                  tile_defaults={f"wg_{a}": w for a, w in zip(axes, tile_work_group(dims, limits))}, tiles=tiles)
 
 
-def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> tuple[list[Parameter], list[Constraint]]:
+def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis],
+                         as_lanes: Optional[list[dict[str, int]]] = None) -> tuple[list[Parameter], list[Constraint]]:
     """`interior` (the interior fast path) where some image is read at bounded offsets, and
     `vector_x` (vector loads/stores of runs along x inside it) where some image can use them;
-    see codegen/interior.py."""
+    see codegen/interior.py. `as_lanes`: lanes.vectorisable(info), if known."""
     analyses = list(analyses)
     if not info.grid or not any(interior.inside_images(info, a) for a in analyses):
         return [], []
     params = [Parameter.of(ch.INTERIOR, None, [0, 1],
                            "work-groups whose footprint lies inside the images skip boundary handling")]
     constraints: list[Constraint] = []
-    as_lanes = lanes.vectorisable(info)
+    if as_lanes is None:
+        as_lanes = lanes.vectorisable(info)
     values = [0] + [1] * interior.vector_candidates(info, analyses) + [lanes.LANES] * bool(as_lanes)
     if len(values) > 1:
         what = "move runs of px_x points along x as vectors"
@@ -524,13 +528,18 @@ def _lanes_tunables(info: ProgramInfo, as_lanes: list[dict[str, int]]) -> Constr
     def check(c, names=names, allowed=allowed):
         ok = np.zeros_like(c["vector_x"], dtype=bool)
         for values in allowed:
-            match = np.ones_like(ok)
-            for name, value in zip(names, values):
-                match &= c[name] == value
-            ok |= match
+            ok |= _assigned(c, zip(names, values), ok)
         return (c["vector_x"] != lanes.LANES) | ok
 
     return Constraint(f"vector_x={lanes.LANES} (vector code) only with {shown}", ("vector_x",) + names, check)
+
+
+def _assigned(c: Mapping[str, np.ndarray], assignment: Iterable[tuple[str, int]], like: np.ndarray) -> np.ndarray:
+    """Which configurations (columns `c`, each shaped `like`) give every named parameter its value."""
+    mask = np.ones_like(like, dtype=bool)
+    for name, value in assignment:
+        mask &= c[name] == value
+    return mask
 
 
 def _lanes_read_buffers(info: ProgramInfo, analyses: Iterable[AccessAnalysis], fast_params: list[Parameter],
@@ -567,9 +576,7 @@ def _local_memory_constraint(info, analyses, local_params, axes, limits, local_a
         for name, size in local_arrays:
             total = total + c[f"local_{name}"] * size
         for key, analysis in analyses.items():
-            mask = np.ones_like(wg[0], dtype=bool)
-            for name, value in key:
-                mask &= c[name] == value
+            mask = _assigned(c, key, wg[0])
             for name in local_params:
                 total = total + np.where(mask & (c[f"local_{name}"] == 1),
                                          tile_bytes(info, analysis, name, wg, px, c["interleaved"]), 0)

@@ -263,10 +263,11 @@ def lane_signature(params: list[str], values: list[str]) -> tuple[list[str], lis
 MAX_ASSIGNMENTS = 64  # assignments of the tunables checked one by one; beyond, the body as a whole
 
 
-def vectorisable(info) -> Optional[list[dict[str, int]]]:
+def vectorisable(info, specialised=None) -> list[dict[str, int]]:
     """The assignments of the program's tunables whose kernel body can run as lanes: the body
-    specialised for each, with the branches the tunables decide folded (passes/lanes.py says
-    why not). [{}] for a program without tunables that can; None where none can. Beyond
+    specialised for each (by `specialised(values)` where the caller keeps them, else
+    passes/specialise.specialise), with the branches the tunables decide folded (passes/lanes.py
+    says why not). [{}] for a program without tunables that can; [] where none can. Beyond
     MAX_ASSIGNMENTS, every assignment or none, as the unspecialised body can or not."""
     from ..passes.lanes import NotVectorisable, analyse
     from ..passes.specialise import assignments, fold_decided_branches, specialise
@@ -276,13 +277,13 @@ def vectorisable(info) -> Optional[list[dict[str, int]]]:
         try:
             analyse(info)
         except NotVectorisable:
-            return None
+            return []
         return every
     found = []
     for values in every:
         try:
-            analyse(fold_decided_branches(specialise(info, values)))
+            analyse(fold_decided_branches(specialised(values) if specialised else specialise(info, values)))
         except NotVectorisable:
             continue
         found.append(values)
-    return found or None
+    return found
