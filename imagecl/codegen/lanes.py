@@ -97,16 +97,14 @@ class LaneEmitter(Emitter):
                                                   for e in walk(s) if isinstance(e, ir.Expr))
 
     def decl(self, d: ir.VarDecl) -> str:
-        if not self.lanes.symbol_varies(d.symbol):
-            if self.row_symbol(d.symbol):  # a scalar of its own in each row
-                const = "const " if d.is_const else ""
-                text = f"{const}{d.var_type.c_name()} {self.var(d.name)}"
-                return text + (" = " + self.assigned(d.init, d.var_type) if d.init is not None else "")
+        along_x = self.lanes.symbol_varies(d.symbol)
+        if not along_x and not self.row_symbol(d.symbol):
             return super().decl(d)
+        # a vector where it varies along x, else a scalar of its own in each row
         const = "const " if d.is_const else ""
-        text = f"{const}{self.vector(d.var_type)} {self.var(d.name)}"
+        text = f"{const}{self.vector(d.var_type) if along_x else d.var_type.c_name()} {self.var(d.name)}"
         if d.init is not None:
-            text += " = " + self.as_vector(d.init, d.var_type, 2)
+            text += " = " + (self.as_vector(d.init, d.var_type, 2) if along_x else self.assigned(d.init, d.var_type))
         return text
 
     def expr_stmt(self, e: ir.Expr, depth: int) -> list[str]:
