@@ -136,17 +136,11 @@ def _child(workload_key: str, size: int, threads: int, configs: list[dict]) -> d
               f" {reference[key]:9.2f} ms (interior only)", flush=True)
     opencv = None
     try:
-        import cv2
+        from imagecl.bench.peer_impls import OpenCVPeer
 
-        cv2.setNumThreads(threads)
-        src, kernel = args["input"], args["filter"][::-1, ::-1].copy()
-        out = np.empty_like(src)
-        cv2.filter2D(src, -1, kernel, dst=out, borderType=cv2.BORDER_REPLICATE)
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            cv2.filter2D(src, -1, kernel, dst=out, borderType=cv2.BORDER_REPLICATE)
-            times.append(1000 * (time.perf_counter() - t0))
+        run = OpenCVPeer(threads).prepare(workload, args)  # the peer harness's filter2D call
+        run.time_once()  # warm-up
+        times = [1000 * run.time_once() for _ in range(5)]
         opencv = round(float(np.median(times)), 3)
         print(f"  {threads:3d} threads OpenCV filter2D {opencv:9.2f} ms", flush=True)
     except ImportError:
