@@ -68,9 +68,9 @@ def test_announcing_changes_nothing_the_search_measures(tmp_path, strategy):
 
 
 def test_builds_ahead_are_taken_and_give_the_same_records(tmp_path, monkeypatch):
-    """On PoCL (forced: a CPU device does not build ahead by default): the same configurations
-    measured with and without building ahead give the same records (statuses, sources, checks),
-    and the worker builds nothing that was built ahead."""
+    """On PoCL (a quiet pool: builds between timed launches): the same configurations measured
+    with and without building ahead give the same records (statuses, sources, checks), and the
+    worker builds nothing that was built ahead."""
     monkeypatch.setenv("IMAGECL_CACHE", str(tmp_path / "cache-unused"))
     prog = imagecl.load(EXAMPLES / "sobel.icl")
     args = {"input": np.random.default_rng(0).random((24, 40), dtype=np.float32)}
@@ -170,8 +170,9 @@ def test_the_gpu_path_and_the_cluster_path_use_the_one_pool(tmp_path, monkeypatc
     args = {"input": np.random.default_rng(0).random((24, 40), dtype=np.float32)}
     configs = prog.space_for(problem_shape=(24, 40)).random(4, seed=3)
 
-    # the GPU path (forced on PoCL): announced, then taken
-    options = MeasureOptions(prebuild=False, build_ahead=True, build_workers=1, cache_dir=tmp_path / "gpu")
+    # the GPU path (forced on PoCL: builds beside the launches): announced, then taken
+    options = MeasureOptions(prebuild=False, build_ahead=True, quiet_builds=False, build_workers=1,
+                             cache_dir=tmp_path / "gpu")
     with Store(tmp_path / "gpu.db") as store, Measurer(prog, args, store, None, options) as measurer:
         assert measurer.prefetch(configs[:2]) == 2
         assert type(measurer.builders) is BuildPipeline and measurer.builders.keep and measurer.ahead is measurer.builders
@@ -204,6 +205,98 @@ def test_the_gpu_path_and_the_cluster_path_use_the_one_pool(tmp_path, monkeypatc
             kept.close()
         cluster._WORKER_MEASURERS.clear()
     assert len(handed) == 4 and all(h == (False, True) for h in handed)
+
+
+def test_on_a_cpu_no_build_runs_while_the_worker_times(tmp_path, monkeypatch):
+    """A live search on PoCL builds ahead by default in a quiet pool: every timed launch (each
+    source's group, and the confirmation's rounds) waits until no builder works, the builds are
+    taken from the builders (not built again in the worker), and the search's records are those
+    of configurations built in the worker."""
+    from imagecl.tuner import engine
+
+    monkeypatch.setenv("IMAGECL_CACHE", str(tmp_path / "cache-unused"))
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    args = {"input": np.random.default_rng(1).random((24, 40), dtype=np.float32)}
+    busy_at_timing = []
+    measure_group = engine._Worker.measure_group
+
+    def checked(self, *a, **k):
+        builders = measurer.builders
+        if builders is not None:
+            busy_at_timing.append(sum(not f.done() for f in [*builders._warming, *builders._queued.values()]))
+        return measure_group(self, *a, **k)
+
+    monkeypatch.setattr(engine._Worker, "measure_group", checked)
+    results = {}
+    for ahead in (None, False):
+        options = MeasureOptions(prebuild=False, build_ahead=ahead, build_workers=2, cache_dir=tmp_path / f"c-{ahead}")
+        with Store(tmp_path / f"{ahead}.db") as store, Measurer(prog, args, store, None, options) as measurer:
+            assert measurer.builds_ahead == (ahead is None) and measurer.quiet_builds == (ahead is None)
+            result = run_session(measurer, SessionOptions(strategy="ml", budget=10, seed=3, confirm=2, transfer=False))
+            records = {canonical_config(r.config): (r.status, r.source_hash, r.verified) for r in store.records()}
+            results[ahead] = (result, records, dict(measurer.counts), measurer.builders)
+    quiet, plain = results[None], results[False]
+    assert quiet[3] is not None and quiet[3].quiet and quiet[3].workers == 2
+    assert busy_at_timing and not any(busy_at_timing)  # nothing built while anything was timed
+    assert quiet[2]["ahead_built"] >= 5  # the first stage and a walk's batches came from the builders
+    assert quiet[3].counts.get("settle_timeouts", 0) == 0
+    assert quiet[3].counts["rounds"] >= 3  # the first stage's sample, two builds a round, then the walk's batches
+    # the walks follow measured times, which differ between runs; what both measured, they built alike
+    both = set(quiet[1]) & set(plain[1])
+    assert len(both) >= 5 and all(quiet[1][k][:2] == plain[1][k][:2] for k in both)
+    assert all(status == "ok" and verified for status, _, verified in quiet[1].values())
+
+
+def test_a_quiet_pool_announces_in_batches(tmp_path, monkeypatch):
+    """With quiet builds, a walk's announcement while its next source is still one announced
+    before adds nothing (the batch goes on); one that starts at a source never announced starts
+    the next batch, all of its builds at once."""
+    monkeypatch.setenv("IMAGECL_CACHE", str(tmp_path / "cache-unused"))
+    prog = imagecl.load(EXAMPLES / "sobel.icl")
+    args = {"input": np.zeros((24, 40), np.float32)}
+    options = MeasureOptions(prebuild=False, build_workers=1, cache_dir=tmp_path / "cache")
+    with Store(tmp_path / "s.db") as store, Measurer(prog, args, store, None, options) as measurer:
+        space = measurer.space
+        configs = []
+        for config in space.random(40, seed=4):  # distinct sources: one announcement each
+            if all(space.source_key(config) != space.source_key(c) for c in configs):
+                configs.append(config)
+        assert len(configs) >= 6
+        assert measurer.quiet_builds and measurer.prefetch(configs[:3]) == 3
+        assert measurer.builders.quiet
+        measurer.measure(configs[:1])  # takes the first build (after the pool settled)
+        assert measurer.prefetch(configs[1:5]) == 0  # its head is in the batch under way: nothing new
+        measurer.measure(configs[1:3])
+        assert measurer.prefetch(configs[3:6]) == 3  # a source never announced: the next batch
+        assert measurer.counts["ahead_built"] == 3
+
+
+def test_a_quiet_pool_waits_for_queued_builds_and_kills_stuck_ones(tmp_path):
+    """`take` of a quiet pool waits for an announced build that has not started yet (a plain pool
+    would cancel it and leave it to the worker); `settle` gives up on builds past their share of
+    the timeout, with the pool (the worker builds those itself)."""
+    import concurrent.futures
+    import threading
+
+    from imagecl.tuner.buildcache import BuildCache
+    from imagecl.tuner.pipeline import Built
+
+    cache = BuildCache(tmp_path / "cache")
+    quiet = BuildPipeline.for_search(cache, 0, "d", "v", workers=1, quiet=True)
+    queued = concurrent.futures.Future()  # announced, not started by any builder yet
+    quiet._queued["source"] = queued
+    threading.Timer(0.5, lambda: (queued.set_running_or_notify_cancel(), queued.set_result(Built("built")))).start()
+    assert quiet.take("source").status == "built" and quiet.counts["cancelled"] == 0
+
+    plain = BuildPipeline.for_search(cache, 0, "d", "v", workers=1)
+    plain._queued["source"] = concurrent.futures.Future()
+    assert plain.take("source") is None and plain.counts["cancelled"] == 1
+
+    stuck = BuildPipeline(cache, 0, "d", "v", workers=1, timeout=0.3, keep=True, quiet=True)
+    stuck._queued["source"] = concurrent.futures.Future()
+    stuck._queued["source"].set_running_or_notify_cancel()  # under way, never done
+    assert 0.25 < stuck.settle() < 5.0
+    assert stuck.counts["settle_timeouts"] == 1 and not stuck._queued and stuck.settle() == 0.0
 
 
 def _union_sample(problem, n, rng):  # sample_matrix's rejection sampling as it was: one union1d per draw
@@ -244,7 +337,8 @@ def test_tune_verbose_reports_the_phases(tmp_path, monkeypatch):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "time by phase (" in result.stderr and "in the worker (within measure): " in result.stderr
-    assert "worker_build" in result.stderr and "sources measured: " in result.stderr  # PoCL: built in the worker
+    assert "sources measured: " in result.stderr and "worker_load" in result.stderr
+    assert "between timed launches)" in result.stderr  # PoCL: a quiet pool built the search's sources
     plain = subprocess.run([sys.executable, "-m", "imagecl", "tune", str(EXAMPLES / "sobel.icl"), "--size", "32x24",
                             "--budget", "1", "--confirm", "0", "-o", str(tmp_path / "out2")],
                            capture_output=True, text=True, timeout=300)

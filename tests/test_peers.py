@@ -93,6 +93,34 @@ def test_harness_end_to_end_rejects_a_wrong_peer(tmp_path):
     assert "| sobel (dx, dy) |" in text and "faster than SciPy" in text
 
 
+def test_each_tuning_run_starts_with_empty_build_caches(tmp_path, monkeypatch):
+    """Independent runs do not reuse each other's builds: inside cold_caches the processes a
+    Measurer starts compile into empty PoCL (and NVIDIA) caches under the run's folder and
+    imagecl's build cache is the run's own; the variables are restored afterwards, and a tuning
+    run there fills them (so its worker and builders did read them)."""
+    import imagecl
+
+    monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path / "shared-pocl"))
+    monkeypatch.delenv("CUDA_CACHE_PATH", raising=False)
+    program = imagecl.compile(_workload("conv3").source, "<conv3>")
+    args = _workload("conv3").make((48, 40), np.random.default_rng(0))
+    with peers.cold_caches(tmp_path / "run") as cache_dir:
+        assert cache_dir == tmp_path / "run" / "builds"
+        pocl = tmp_path / "run" / "pocl_cache_dir"
+        assert os_environ("POCL_CACHE_DIR") == str(pocl) and pocl.is_dir() and not any(pocl.iterdir())
+        assert os_environ("CUDA_CACHE_PATH") == str(tmp_path / "run" / "cuda_cache_path")
+        tuning = peers.tune(program, args, None, tmp_path / "run" / "t.db", 60.0, 3, 1e-3, cache_dir=cache_dir)
+        assert tuning["measured"] >= 2
+        assert any(pocl.rglob("*.so")) and any(cache_dir.rglob("*"))  # compiled there, by the run's processes
+    assert os_environ("POCL_CACHE_DIR") == str(tmp_path / "shared-pocl") and os_environ("CUDA_CACHE_PATH") is None
+
+
+def os_environ(name):
+    import os
+
+    return os.environ.get(name)
+
+
 def _has_matplotlib() -> bool:
     try:
         import matplotlib  # noqa: F401

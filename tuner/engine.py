@@ -30,7 +30,7 @@ from ..runtime.isolated import check_timeout
 from ..runtime.timing import Timing
 from .buildcache import BuildCache
 from .censor import Audit, CensorRule
-from .pipeline import Built, BuildPipeline, ahead_by_default, source_hash
+from .pipeline import Built, BuildPipeline, builds_beside_launches, source_hash
 from .spawn import main_module_hidden
 from .store import Record, Store, canonical_config, settled
 from .target import ProgramTarget, Target, run_key  # noqa: F401 - run_key: part of this module's API
@@ -48,8 +48,12 @@ class MeasureOptions:
     cache_dir: Optional[Path] = None
     prebuild: bool = True
     # prebuild=False (a live search, a few configurations a call): build the sources the search
-    # announces (Measurer.prefetch) ahead in builder processes (pipeline.py); None: on a GPU only
+    # announces (Measurer.prefetch) ahead in builder processes (pipeline.py); None: yes
     build_ahead: Optional[bool] = None
+    # builds ahead never overlap a timed launch (pipeline.py's quiet pool: the worker waits for
+    # them, announcements come in batches); None: where builds share the measured device's cores
+    # (not on a GPU)
+    quiet_builds: Optional[bool] = None
     # seconds the builders' pool waits for a build ahead under way before the worker builds it itself;
     # halved whenever one is not done in time (a builder on NVIDIA once took 25 s for a source the
     # worker built in under 1 s), down to taking only finished builds
@@ -231,9 +235,9 @@ class Measurer:
         self.counts: Counter = Counter()  # sources measured, and how each was built (see phase_report)
         self.slowest: list[dict] = []  # the configurations that took the worker longest (_note_slow)
         ahead = self.options.build_ahead
-        if ahead is None:
-            ahead = not self.options.prebuild and ahead_by_default(self.device)
-        self.builds_ahead = bool(ahead)
+        self.builds_ahead = not self.options.prebuild if ahead is None else bool(ahead)
+        quiet = self.options.quiet_builds
+        self.quiet_builds = self.builds_ahead and (not builds_beside_launches(self.device) if quiet is None else quiet)
         # the kept pool of builders (pipeline.py): a live search's builds ahead, started by
         # warm_ahead (a search's start) or the first prefetch, or a cluster worker's, reused by
         # every call; None: a pool per call (with prebuild) and nothing built ahead
@@ -264,18 +268,27 @@ class Measurer:
         if self.builds_ahead and self.builders is None:
             self.builders = BuildPipeline.for_search(self.cache, self.device_index, self.device.name.strip(),
                                                      self.device.driver_version.strip(),
-                                                     workers=self.options.build_workers, wait=self.options.ahead_wait)
+                                                     workers=self.options.build_workers, wait=self.options.ahead_wait,
+                                                     quiet=self.quiet_builds)
             self.builders.warm()
 
     def prefetch(self, configs: list[dict]) -> int:
         """Build the sources of `configs` (a search's next proposals) ahead, when building ahead
-        (pipeline.py); those stored or invalid are left out. Returns how many builds were queued."""
+        (pipeline.py); those stored or invalid are left out. Returns how many builds were queued.
+        With quiet builds, announcements come in batches: while the first source named is still
+        one announced before (a walk that goes on down its ranking), nothing new is announced, so
+        the next batch's builds start together, when the search reaches a source never announced,
+        rather than one at a time before each launch."""
         if not self.builds_ahead or not configs:
             return 0
         self.warm_ahead()
         t = time.time()
         plan = plan_measurements(self.space, configs, self.store.done_keys(self.run, self.options.timeout))
-        queued = self.builders.announce({k: self.target.build_job(g[0]) for k, g in plan.groups.items()})
+        jobs = {k: self.target.build_job(g[0]) for k, g in plan.groups.items()}
+        if self.quiet_builds and jobs and self.builders.queued(next(iter(jobs))):
+            self._add_phase("announce", time.time() - t)
+            return 0
+        queued = self.builders.announce(jobs)
         self._add_phase("announce", time.time() - t)
         return queued
 
@@ -383,6 +396,12 @@ class Measurer:
         summary.seconds = time.time() - start
         return summary
 
+    def _settle_builds(self, phases: dict[str, float]) -> None:
+        """With quiet builds: wait until no builder runs, before the worker times anything."""
+        if self.quiet_builds and self.builders is not None:
+            waited = self.builders.settle()
+            phases["wait_for_quiet"] = phases.get("wait_for_quiet", 0.0) + waited
+
     def _take_ahead(self, source_key: str, summary: Summary) -> Optional[Built]:
         """The source's build ahead, if one was announced and is done within the pool's bounded
         wait (BuildPipeline.take); None: the worker builds it itself."""
@@ -436,6 +455,7 @@ class Measurer:
                        progress, text: Optional[str] = None) -> None:
         """Measure one source's configurations in the worker (`text`: their source, generated by
         a builder); each result goes to the store."""
+        self._settle_builds(summary.phases)
         t = time.time()
         stored = 0.0
         restarts = self.worker.start_seconds  # a restart (after a hang or a crash) is the "start" phase's
@@ -509,6 +529,7 @@ class Measurer:
             raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
         if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
             raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+        self._settle_builds(self.phases)  # a search's last builds ahead may still be under way
         begun = time.time()
         stored = self.stored()
         updated: dict[str, Record] = {}

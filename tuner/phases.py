@@ -2,7 +2,8 @@
 
 The phases (engine.Summary.phases, summed over a run by the Measurer) are wall-clock seconds of
 the main process (validate, generate, start: the worker's starts and restarts, announce, wait_for_ahead:
-waiting for a build ahead, wait_for_builds, measure: the round trips to the worker, store,
+waiting for a build ahead, wait_for_quiet: for the builders to stop before timing on a CPU,
+wait_for_builds, measure: the round trips to the worker, store,
 confirm: timing the fastest again),
 the worker's (worker_generate, worker_load: a cached binary, worker_build: a build in the
 worker, worker_launch: checked, timed and settling launches, worker_kernel: of those, the timed
@@ -15,8 +16,8 @@ import json
 from typing import Any
 
 # main-process phases, in the order a measurement passes through them
-_MAIN = ("validate", "generate", "start", "announce", "wait_for_ahead", "wait_for_builds", "measure", "store",
-         "confirm")
+_MAIN = ("validate", "generate", "start", "announce", "wait_for_ahead", "wait_for_quiet", "wait_for_builds", "measure",
+         "store", "confirm")
 _WORKER = ("worker_generate", "worker_load", "worker_build", "worker_launch", "worker_kernel")
 
 
@@ -37,7 +38,8 @@ def phase_report(measurer: Any, wall_seconds: float) -> dict:
     if getattr(measurer, "slowest", None):
         report["slowest"] = list(measurer.slowest)
     if ahead is not None:
-        report["ahead"] = {"builders": ahead.workers, "counts": dict(ahead.counts),
+        report["ahead"] = {"builders": ahead.workers, "quiet": bool(getattr(ahead, "quiet", False)),
+                           "counts": dict(ahead.counts),
                            **{k: round(v, 4) for k, v in ahead.seconds.items()}}
     return report
 
@@ -63,7 +65,8 @@ def describe_phases(report: dict) -> str:
                         if built else ""))
     ahead = report.get("ahead")
     if ahead:
-        lines.append(f"  builders ({ahead['builders']}, alongside): generation {ahead['generate_cpu']:.2f} s, "
+        when = "between timed launches" if ahead.get("quiet") else "alongside"
+        lines.append(f"  builders ({ahead['builders']}, {when}): generation {ahead['generate_cpu']:.2f} s, "
                      f"builds {ahead['build_cpu']:.2f} s; "
                      + ", ".join(f"{k} {v}" for k, v in sorted(ahead["counts"].items())))
     for entry in report.get("slowest", [])[:3]:

@@ -20,6 +20,13 @@ One API, two ways of asking:
   announces its next proposals (`Measurer.prefetch`); a cluster worker's `results(jobs, ahead)`
   announces its successor task's sources behind its own, and the next call takes those under way
   instead of starting them again.
+- A quiet pool (`quiet=True`, a live search on a CPU device, whose timings builders on the same
+  cores would disturb) builds in rounds: an announcement is kept in order, and a round of up to
+  one build per builder starts when the announcement is made and whenever `take` asks for a
+  source that no round has built yet; `take` waits for that round, and `settle` (which the
+  measurer calls before every timed launch) waits until no build of it is under way. So the
+  builds share every core while nothing is timed, and what a round built is timed before the
+  next round starts.
 A kept pool (a live search's, a Dask worker's: tuner/cluster.py) keeps its builders and their
 OpenCL contexts between calls; otherwise the pool lives for one `results` call.
 
@@ -88,15 +95,19 @@ class BuildPipeline:
 
     RETRIES = 1  # pools broken with no job known to be in flight, before the rest is left to the worker
     AHEAD_MOST = 6  # builders of a live search's pool unless asked for more (see for_search)
+    QUIET_MOST = 16  # builders of a quiet pool: nothing is timed while they build (see for_search)
 
     def __init__(self, cache: BuildCache, device_index: int, device_name: str, driver: str, workers: int = 0,
-                 timeout: float = 120.0, keep: bool = False, wait: float = 2.0) -> None:
+                 timeout: float = 120.0, keep: bool = False, wait: float = 2.0, quiet: bool = False) -> None:
         self.cache = cache
         self.device = (device_index, device_name, driver)
         self.workers = builder_count(workers)
         self.timeout = timeout  # seconds one build may take (the pool's share of it: see results)
         self.keep = keep  # the pool outlives a results() call (see the module docstring)
         self.wait = max(0.0, float(wait))  # seconds `take` waits for a build under way (halved when late)
+        self.quiet = quiet  # builds never overlap the timing: take waits them out, settle before timing
+        self._warming: list[concurrent.futures.Future] = []  # the builders' starts (warm), which settle waits for too
+        self._waiting: dict[str, Job] = {}  # a quiet pool's announced builds not in a round yet, in order
         self.pool: Optional[concurrent.futures.ProcessPoolExecutor] = None
         self.starts = 0  # pools started so far
         self._marks: Optional[str] = None  # where each builder writes the job it is on (see _build_job)
@@ -107,12 +118,14 @@ class BuildPipeline:
 
     @classmethod
     def for_search(cls, cache: BuildCache, device_index: int, device_name: str, driver: str, workers: int = 0,
-                   wait: float = 2.0) -> "BuildPipeline":
+                   wait: float = 2.0, quiet: bool = False) -> "BuildPipeline":
         """A kept pool for a live search's builds ahead: a search announces a handful at a time
         (a first stage's sample, a walk's next few); more builders than AHEAD_MOST would only add
-        processes creating contexts and compiling at once."""
-        return cls(cache, device_index, device_name, driver, workers or min(builder_count(), cls.AHEAD_MOST),
-                   keep=True, wait=wait)
+        processes creating contexts and compiling beside the launches. A quiet pool builds while
+        nothing is timed, so it takes every core but the worker's (up to QUIET_MOST)."""
+        most = cls.QUIET_MOST if quiet else cls.AHEAD_MOST
+        return cls(cache, device_index, device_name, driver, workers or min(builder_count(), most),
+                   keep=True, wait=wait, quiet=quiet)
 
     def __enter__(self) -> "BuildPipeline":
         return self
@@ -130,8 +143,7 @@ class BuildPipeline:
         if self.keep and self.pool is None:
             pool = self._start(self.workers)
             with main_module_hidden():
-                for _ in range(self.workers):
-                    pool.submit(_warm, self.device[0])
+                self._warming = [pool.submit(_warm, self.device[0]) for _ in range(self.workers)]
 
     def _start(self, count: int) -> concurrent.futures.ProcessPoolExecutor:
         if self.pool is not None and not getattr(self.pool, "_broken", False):
@@ -148,6 +160,8 @@ class BuildPipeline:
     def _stop(self, kill: bool) -> None:
         pool, self.pool = self.pool, None
         self._queued.clear()
+        self._waiting.clear()
+        self._warming = []
         marks, self._marks = self._marks, None
         if marks is not None:
             shutil.rmtree(marks, ignore_errors=True)
@@ -182,6 +196,17 @@ class BuildPipeline:
             raise ValueError("building ahead needs a kept pool (keep=True)")
         self._drop_unwanted(jobs)
         before = self.counts["announced"]
+        if self.quiet:
+            for name in [n for n in self._waiting if n not in jobs]:
+                del self._waiting[name]
+                self.counts["cancelled"] += 1
+            for name, job in jobs.items():
+                if not self.queued(name):
+                    self._waiting[name] = job
+                    self.counts["announced"] += 1
+            if not any(not f.done() for f in self._queued.values()):
+                self._next_round()
+            return self.counts["announced"] - before
         try:
             pool = self._start(len(jobs))
             with main_module_hidden():  # the pool starts its processes as jobs are submitted
@@ -190,6 +215,24 @@ class BuildPipeline:
             self._stop(kill=True)
         return self.counts["announced"] - before
 
+    def _next_round(self, first: Optional[str] = None) -> None:
+        """A quiet pool's next round: `first`, then the earliest announced, one per builder."""
+        names = list(self._waiting)
+        if first in self._waiting:
+            names.remove(first)
+            names.insert(0, first)
+        names = names[:self.workers]
+        if not names:
+            return
+        self.counts["rounds"] += 1
+        try:
+            pool = self._start(len(names))
+            with main_module_hidden():
+                for name in names:
+                    self._submit(pool, name, self._waiting.pop(name))
+        except RuntimeError:  # a broken pool (a builder crashed): the worker builds the rest itself
+            self._stop(kill=True)
+
     def _queue_ahead(self, pool: concurrent.futures.ProcessPoolExecutor, jobs: Mapping[str, Job]) -> None:
         """Submit the `jobs` not queued already, for a later `take` or `results` (counted as announced)."""
         for name, job in jobs.items():
@@ -197,18 +240,29 @@ class BuildPipeline:
                 self._submit(pool, name, job)
                 self.counts["announced"] += 1
 
+    def queued(self, name: str) -> bool:
+        """Whether `name` was announced and not taken yet (under way, queued or done)."""
+        future = self._queued.get(name)
+        return name in self._waiting or (future is not None and not future.cancelled())
+
     def take(self, name: str) -> Optional[Built]:
         """The build of `name` if it was announced, waited for up to `wait` seconds; None when it
         was not announced, was dropped, is still queued, failed or is late: the worker builds it
-        now. A late build halves the wait, down to taking finished builds only."""
+        now. A late build halves the wait, down to taking finished builds only. A quiet pool waits
+        for an announced build until the build's timeout, starting the next round for it if no
+        round has built it (the worker would build it on the cores the builders use, in no less
+        time)."""
+        if self.quiet and name in self._waiting:
+            self.settle()  # the round under way (none, when the measurer settled before timing)
+            self._next_round(first=name)
         future = self._queued.pop(name, None)
         if future is None or future.cancelled():
             return None
-        if not future.running() and not future.done() and future.cancel():
+        if not self.quiet and not future.running() and not future.done() and future.cancel():
             self.counts["cancelled"] += 1  # still queued: the worker builds it now rather than wait for a builder
             return None
         try:
-            built = future.result(timeout=self.wait)
+            built = future.result(timeout=self.timeout if self.quiet else self.wait)
         except concurrent.futures.TimeoutError:
             self.counts["waited_too_long"] += 1
             self.wait = self.wait / 2 if self.wait > 0.25 else 0.0
@@ -224,6 +278,22 @@ class BuildPipeline:
         self.seconds["generate_cpu"] += built.generate_seconds
         self.seconds["build_cpu"] += built.build_seconds
         return built
+
+    def settle(self) -> float:
+        """Wait until no build (nor a builder's start) is under way, so that a launch timed next
+        shares its cores with none; returns the seconds waited. A round's builds run side by side,
+        so those unfinished after one build's timeout are killed with the pool (the worker builds
+        those itself)."""
+        pending = [f for f in [*self._warming, *self._queued.values()] if not f.done()]
+        if not pending:
+            return 0.0
+        t = time.perf_counter()
+        _, late = concurrent.futures.wait(pending, timeout=self.timeout)
+        if late:
+            self.counts["settle_timeouts"] += len(late)
+            self._stop(kill=True)
+        self._warming = []
+        return time.perf_counter() - t
 
     def results(self, jobs: Mapping[str, Job], ahead: Optional[Mapping[str, Job]] = None
                 ) -> Iterator[tuple[str, Built]]:
@@ -378,10 +448,10 @@ def _warm(device_index: int) -> None:
     context_and_queue(_all_devices()[device_index])
 
 
-def ahead_by_default(device) -> bool:
-    """Whether a live search builds ahead unless told: on a GPU, whose builds run on host cores
+def builds_beside_launches(device) -> bool:
+    """Whether builds may run while kernels are timed: on a GPU, whose builds run on host cores
     the measured kernels do not use; not on a CPU device, whose timings the builders would
-    disturb."""
+    disturb (its pool is quiet: BuildPipeline.settle before each timed launch)."""
     import pyopencl as cl
 
     try:

@@ -32,6 +32,7 @@ after the warm-up, with its spread.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -39,7 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -126,8 +127,33 @@ def time_peer(peer: Peer, workload: Workload, args: dict, reference: dict, repea
 
 
 # ---- the ImageCL side ------------------------------------------------------------------------------------
+# what a first run on a fresh machine finds empty (each is read by the processes a Measurer starts:
+# its worker and builders): the PoCL kernel cache and the NVIDIA compute cache
+COMPILER_CACHES = ("POCL_CACHE_DIR", "CUDA_CACHE_PATH")
+
+
+@contextlib.contextmanager
+def cold_caches(folder: Path) -> Iterator[Path]:
+    """Empty compiler caches under `folder` for the processes started inside (imagecl's build cache
+    is the Measurer's `cache_dir`, the yielded folder): a tuning run does not reuse the builds of
+    an earlier run on this machine, which with the same seed and the same CPU seeds would be most
+    of its configurations."""
+    saved = {name: os.environ.get(name) for name in COMPILER_CACHES}
+    try:
+        for name in COMPILER_CACHES:
+            os.environ[name] = str(folder / name.lower())
+            os.makedirs(os.environ[name], exist_ok=True)
+        yield folder / "builds"
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def tune(program, args: dict, device, store_path: Path, seconds: float, budget: Optional[int], naive_seconds: float,
-         seed: int = 0, build_ahead: Optional[bool] = None, batch: int = 1) -> dict:
+         seed: int = 0, build_ahead: Optional[bool] = None, batch: int = 1, cache_dir: Optional[Path] = None) -> dict:
     """One independent tuning run, as `imagecl tune` tunes (the naive variant as the baseline, the
     default strategy) in the store at `store_path` (the caller gives a fresh one: no measurement,
     prior or transfer seed from an earlier run) with `budget` configurations (None: as many as
@@ -135,6 +161,8 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
     configurations and what the tuning did. The session's confirmation is left out: `imagecl_side`
     times the three fastest again itself, as it times the naive variant and the peers.
     `build_ahead`: MeasureOptions' (None: on a GPU).
+
+    `cache_dir`: imagecl's build cache for this run (None: the shared one).
 
     `batch` > 1: the search proposes that many configurations at a time (Session's batches, as
     on a cluster) and that many builder processes build them while the worker measures: on a
@@ -151,8 +179,8 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
     info: dict = {"seed": seed}
     slow = naive_seconds > 0.25  # big problems on a CPU: fewer timed launches per configuration
     options = MeasureOptions(timeout=max(30.0, seconds, 20 * naive_seconds), prebuild=batch > 1,
-                             build_workers=max(1, batch), repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5,
-                             build_ahead=build_ahead)
+                             build_workers=batch if batch > 1 else 0, repeats=MIN_TIMED, max_repeats=MIN_TIMED if slow else 5,
+                             build_ahead=build_ahead, cache_dir=cache_dir)
     info["batch"] = batch
     with Store(store_path) as store, Measurer(program, args, store, device, options) as measurer:
         measurer.workers = batch  # configurations proposed at a time (run_session reads it as a cluster's)
@@ -188,11 +216,12 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
 
 def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds: float, budget: Optional[int],
                  repeats: int, max_seconds: float, tune_args: Optional[dict] = None,
-                 batch: int = 1) -> tuple[dict, dict]:
+                 batch: int = 1, cold: bool = True) -> tuple[dict, dict]:
     """Our record (the naive time, and per independent tuning run its tuned time; the tuned time
     is the runs' median) and the naive variant's outputs, the reference. `tune_args`: smaller
     inputs the tuning runs measure on (tuning_shape), each run's three fastest then timed on
-    `args`; None: the tuning measures on `args`."""
+    `args`; None: the tuning measures on `args`. `cold`: each run starts with empty build caches
+    (cold_caches), as a first run on a fresh machine."""
     program = imagecl.compile(workload.source, f"<{workload.key}>")
     session = Session(program, args, device)
     naive = session.time(program.plan(None), repeats=repeats, max_seconds=max_seconds)
@@ -205,9 +234,11 @@ def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds
     repeats_tuned = repeats if naive.median < 0.25 else MIN_TIMED  # slow kernels (big problems on a CPU): fewer
     for seed in range(runs):
         t0 = time.time()
-        with tempfile.TemporaryDirectory(prefix="imagecl-peers-") as folder:
+        with tempfile.TemporaryDirectory(prefix="imagecl-peers-") as folder, \
+                cold_caches(Path(folder)) if cold else contextlib.nullcontext() as cache_dir:
             tuning = tune(program, args if tune_args is None else tune_args, device, Path(folder) / "tuning.db",
-                          tune_seconds, budget, naive.median * scale, seed=seed, batch=batch)
+                          tune_seconds, budget, naive.median * scale, seed=seed, batch=batch, cache_dir=cache_dir)
+        tuning["cold_caches"] = cold
         tuning["wall_seconds"] = time.time() - t0
         run = {"tuning": tuning, "tuned_seconds": None}
         record["runs"].append(run)
@@ -251,10 +282,8 @@ def _grid_size(workload: Workload, args: dict) -> list[int]:
     return list(reversed(args[workload.reads[0]].shape)) if workload.reads else []
 
 
-# the CPU's tuning runs measure on inputs of at most this many elements (--tune-scale's default),
-# proposing this many configurations at a time, built in parallel (--tune-batch's default)
+# the CPU's tuning runs measure on inputs of at most this many elements (--tune-scale's default)
 CPU_TUNING_ELEMENTS = 1 << 20
-CPU_TUNING_BATCH = 4
 
 
 def tuning_shape(shape: tuple[int, ...], scale: Optional[float], cpu: bool) -> Optional[tuple[int, ...]]:
@@ -330,8 +359,13 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
                              "their three fastest are then timed at the timed size (default: 1 on a GPU; on a CPU "
                              "the scale that brings the problem to about a million elements, where larger)")
     parser.add_argument("--tune-batch", type=int, default=None,
-                        help="configurations a tuning run proposes at a time, built in parallel (default: 4 on a CPU "
-                             "tuning on smaller inputs, where builds cost more than launches; else 1)")
+                        help="configurations a tuning run proposes at a time, built in parallel while the worker "
+                             "times the others (default 1: one at a time, its next few built ahead, on a CPU "
+                             "between the timed launches)")
+    parser.add_argument("--warm-caches", action="store_true",
+                        help="tuning runs share the build caches (imagecl's, PoCL's, NVIDIA's compute cache) with "
+                             "earlier runs on this machine; by default each starts with empty ones, as a first run "
+                             "on a fresh machine")
     parser.add_argument("--deadline-minutes", type=float, default=None,
                         help="shorten the tuning of the later workloads so that the run ends in about this time")
     parser.add_argument("--out", default=None, help="default: benchmarks/results of the checkout")
@@ -410,7 +444,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device_kind": args.device,
                   "machine": machine, "copy_bandwidth": bandwidth, "quick": args.quick,
                   "command": "python benchmarks/peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
-                  "tune_seconds": args.tune_seconds, "tune_scale": args.tune_scale, "runs": args.runs, "budget": args.budget,
+                  "tune_seconds": args.tune_seconds, "tune_scale": args.tune_scale, "runs": args.runs, "cold_caches": not args.warm_caches, "budget": args.budget,
                   "repeats": repeats, "records": done, "note": args.note,
                   "seconds": time.time() - started, "tag": tag, "partial": not complete}
         result["machine"]["load_average_after"] = list(os.getloadavg())
@@ -430,7 +464,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         small = tuning_shape(shape, args.tune_scale, info.kind == "CPU")
         # inputs of their own (not drawn from `rng`: the timed inputs stay those of a run without them)
         tune_arguments = w.make(small, np.random.default_rng(2018 + index)) if small is not None else None
-        batch = args.tune_batch or (CPU_TUNING_BATCH if small is not None and info.kind == "CPU" else 1)
+        batch = args.tune_batch or 1
         print(f"[{info.name}] {w.title} {'x'.join(map(str, reversed(shape)))} ...", file=sys.stderr, flush=True)
         record = {"workload": w.key, "title": w.title, "family": w.family, "size": list(reversed(shape)),
                   "boundary": w.boundary, "memory_bound": w.memory_bound, "bytes": w.bytes_moved(arguments),
@@ -438,7 +472,7 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         t0 = time.time()
         try:
             ours, reference = imagecl_side(w, arguments, device, args.runs, tune_seconds, args.budget,
-                                           repeats, max_seconds, tune_arguments, batch)
+                                           repeats, max_seconds, tune_arguments, batch, not args.warm_caches)
         except ImageCLError as exc:
             record["error"] = str(exc)
             records.append(record)

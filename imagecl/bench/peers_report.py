@@ -122,7 +122,8 @@ def _tuning_text(result: dict) -> str:
         return f"tuning {span} per workload, one tuning run" + (
             f", {reused} reused stored measurements instead" if reused else "")
     budget = f"{result['budget']} configurations and at most " if result.get("budget") else "up to "
-    return (f"{runs} independent tuning runs per workload, each from a fresh store with its own seed, "
+    caches = ", empty build caches" if result.get("cold_caches") else ""
+    return (f"{runs} independent tuning runs per workload, each from a fresh store with its own seed{caches}, "
             f"{budget}{span} each")
 
 
