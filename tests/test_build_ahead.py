@@ -277,6 +277,7 @@ def test_a_quiet_pool_waits_for_queued_builds_and_kills_stuck_ones(tmp_path):
     the timeout, with the pool (the worker builds those itself)."""
     import concurrent.futures
     import threading
+    import time
 
     from imagecl.tuner.buildcache import BuildCache
     from imagecl.tuner.pipeline import Built
@@ -297,6 +298,16 @@ def test_a_quiet_pool_waits_for_queued_builds_and_kills_stuck_ones(tmp_path):
     stuck._queued["source"].set_running_or_notify_cancel()  # under way, never done
     assert 0.25 < stuck.settle() < 5.0
     assert stuck.counts["settle_timeouts"] == 1 and not stuck._queued and stuck.settle() == 0.0
+
+    # a search's deadline bounds the wait below the build's timeout: at it, the round is given up
+    late = BuildPipeline(cache, 0, "d", "v", workers=1, timeout=60.0, keep=True, quiet=True)
+    for name in ("needed", "other"):
+        late._queued[name] = concurrent.futures.Future()
+        late._queued[name].set_running_or_notify_cancel()
+    t = time.time()
+    assert late.take("needed", until=t + 0.3) is None
+    assert late.settle(until=t + 0.6) < 1.5 and late.counts["settle_timeouts"] == 1 and not late._queued
+    assert time.time() - t < 3.0
 
 
 def _union_sample(problem, n, rng):  # sample_matrix's rejection sampling as it was: one union1d per draw

@@ -286,6 +286,15 @@ def test_merge_joins_the_calls_of_one_device(tmp_path):
     assert [r["workload"] for r in saved["records"]] == ["conv3", "conv9", "sobel"]
     table = (tmp_path / "all.md").read_text()
     assert "| sobel |" in table and "met: 2x faster than cupyx (2.73x (2.50-3.00x over 3 runs))" in table
+    assert result["partial"] is False
+
+    # a call stopped before one of its workloads is partial, unless a later call measured that one
+    stopped = _part(["conv3"], seconds=30)
+    stopped.update(partial=True, command="python benchmarks/peers.py --workloads conv3,conv11")
+    assert peers_report.merge_results([stopped, _part(["conv9"])])["partial"] is True
+    assert peers_report.merge_results([stopped, _part(["conv11"])])["partial"] is False
+    stopped["workloads"] = ["conv3", "median3"]  # recorded: the command is not read
+    assert peers_report.merge_results([stopped, _part(["conv11"])])["partial"] is True
     # the inputs are never overwritten, and results of two devices are never joined
     with pytest.raises(SystemExit):
         peers.run(["--merge", str(first), str(second), "--out", str(first), "--benchmarks-md", ""])

@@ -242,6 +242,9 @@ class Measurer:
         # warm_ahead (a search's start) or the first prefetch, or a cluster worker's, reused by
         # every call; None: a pool per call (with prebuild) and nothing built ahead
         self.builders: Optional[BuildPipeline] = None
+        # when the search stops (a time.time(); run_session sets it): a quiet pool's builds are not
+        # waited for past it
+        self.search_deadline: Optional[float] = None
         self.worker = _Worker({**self.target.worker_setup(), "device_index": self.device_index,
                                "cache_dir": str(self.cache.directory), "repeats": self.options.repeats,
                                "max_repeats": self.options.max_repeats, "max_spread": self.options.max_spread})
@@ -399,7 +402,7 @@ class Measurer:
     def _settle_builds(self, phases: dict[str, float]) -> None:
         """With quiet builds: wait until no builder runs, before the worker times anything."""
         if self.quiet_builds and self.builders is not None:
-            waited = self.builders.settle()
+            waited = self.builders.settle(self.search_deadline)
             phases["wait_for_quiet"] = phases.get("wait_for_quiet", 0.0) + waited
 
     def _take_ahead(self, source_key: str, summary: Summary) -> Optional[Built]:
@@ -408,7 +411,7 @@ class Measurer:
         if self.ahead is None:
             return None
         t = time.time()
-        built = self.ahead.take(source_key)
+        built = self.ahead.take(source_key, self.search_deadline)
         summary.phases["wait_for_ahead"] = summary.phases.get("wait_for_ahead", 0.0) + time.time() - t
         self.counts["ahead_" + (built.status if built is not None else "none")] += 1
         return built

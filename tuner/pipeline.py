@@ -245,15 +245,15 @@ class BuildPipeline:
         future = self._queued.get(name)
         return name in self._waiting or (future is not None and not future.cancelled())
 
-    def take(self, name: str) -> Optional[Built]:
+    def take(self, name: str, until: Optional[float] = None) -> Optional[Built]:
         """The build of `name` if it was announced, waited for up to `wait` seconds; None when it
         was not announced, was dropped, is still queued, failed or is late: the worker builds it
         now. A late build halves the wait, down to taking finished builds only. A quiet pool waits
         for an announced build until the build's timeout, starting the next round for it if no
         round has built it (the worker would build it on the cores the builders use, in no less
-        time)."""
+        time), or until `until` (a search's deadline)."""
         if self.quiet and name in self._waiting:
-            self.settle()  # the round under way (none, when the measurer settled before timing)
+            self.settle(until)  # the round under way (none, when the measurer settled before timing)
             self._next_round(first=name)
         future = self._queued.pop(name, None)
         if future is None or future.cancelled():
@@ -262,7 +262,7 @@ class BuildPipeline:
             self.counts["cancelled"] += 1  # still queued: the worker builds it now rather than wait for a builder
             return None
         try:
-            built = future.result(timeout=self.timeout if self.quiet else self.wait)
+            built = future.result(timeout=self._bounded(until) if self.quiet else self.wait)
         except concurrent.futures.TimeoutError:
             self.counts["waited_too_long"] += 1
             self.wait = self.wait / 2 if self.wait > 0.25 else 0.0
@@ -279,16 +279,20 @@ class BuildPipeline:
         self.seconds["build_cpu"] += built.build_seconds
         return built
 
-    def settle(self) -> float:
+    def _bounded(self, until: Optional[float]) -> float:
+        """One build's timeout, or less: the seconds left before `until` (a time.time())."""
+        return self.timeout if until is None else max(0.0, min(self.timeout, until - time.time()))
+
+    def settle(self, until: Optional[float] = None) -> float:
         """Wait until no build (nor a builder's start) is under way, so that a launch timed next
         shares its cores with none; returns the seconds waited. A round's builds run side by side,
-        so those unfinished after one build's timeout are killed with the pool (the worker builds
-        those itself)."""
+        so those unfinished after one build's timeout, or at `until` (a search's deadline), are
+        killed with the pool (the worker builds those itself, should it need them)."""
         pending = [f for f in [*self._warming, *self._queued.values()] if not f.done()]
         if not pending:
             return 0.0
         t = time.perf_counter()
-        _, late = concurrent.futures.wait(pending, timeout=self.timeout)
+        _, late = concurrent.futures.wait(pending, timeout=self._bounded(until))
         if late:
             self.counts["settle_timeouts"] += len(late)
             self._stop(kill=True)

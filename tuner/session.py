@@ -187,6 +187,8 @@ def run_session(measurer: Measurer, options: SessionOptions) -> SessionResult:
                               on_measure=lambda config, seconds: emit(config, seconds, "search"))
     if options.seconds is not None:
         problem.deadline = time.time() + options.seconds
+    if hasattr(measurer, "search_deadline"):  # builds ahead are not waited for past it
+        measurer.search_deadline = problem.deadline if options.seconds is not None else None
     problem.batch = getattr(measurer, "workers", 1)  # a cluster's workers each measure one of a batch
     outcome = fn(problem, budget, np.random.default_rng(options.seed), **taken.options, **given)
     history = [(dict(c), t) for c, t in outcome.history]

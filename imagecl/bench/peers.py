@@ -444,8 +444,9 @@ def run(argv=None, extra_peers: Optional[list[Peer]] = None) -> dict:
         result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device_kind": args.device,
                   "machine": machine, "copy_bandwidth": bandwidth, "quick": args.quick,
                   "command": "python benchmarks/peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
-                  "tune_seconds": args.tune_seconds, "tune_scale": args.tune_scale, "runs": args.runs, "cold_caches": not args.warm_caches, "budget": args.budget,
-                  "repeats": repeats, "records": done, "note": args.note,
+                  "tune_seconds": args.tune_seconds, "tune_scale": args.tune_scale, "runs": args.runs,
+                  "cold_caches": not args.warm_caches, "budget": args.budget, "repeats": repeats,
+                  "workloads": [w.key for w in workloads], "records": done, "note": args.note,
                   "seconds": time.time() - started, "tag": tag, "partial": not complete}
         result["machine"]["load_average_after"] = list(os.getloadavg())
         json_path.write_text(json.dumps(result, indent=1, default=_json_default))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -80,6 +81,15 @@ def targets(result: dict, record: dict) -> list[str]:
     return notes or ["no target"]
 
 
+def _intended(result: dict) -> Optional[list[str]]:
+    """The workloads a call set out to measure (recorded since 2026-11-25; before, its command's
+    --workloads), None if unknown."""
+    if result.get("workloads") is not None:
+        return list(result["workloads"])
+    found = re.search(r"--(?:workloads|only)[ =](\S+)", result.get("command", ""))
+    return [w for w in found.group(1).split(",") if w] if found else None
+
+
 def merge_results(parts: list[dict]) -> dict:
     """One result from several calls on one device kind (a workload list split over calls): the
     records in the order given (a workload measured twice: the later call's), the first call's
@@ -106,7 +116,8 @@ def merge_results(parts: list[dict]) -> dict:
     merged["command"] = " ; ".join(p["command"] for p in parts)
     merged["date"] = ", ".join(dict.fromkeys(p["date"] for p in parts))
     merged["seconds"] = sum(p["seconds"] for p in parts)
-    merged["partial"] = any(p.get("partial") for p in parts)
+    # a call stopped early is made whole by a later call that measured what it left out
+    merged["partial"] = any(p.get("partial") and not set(_intended(p) or {None}) <= set(records) for p in parts)
     merged["merged_from"] = len(parts)
     merged["copy_bandwidth"] = max((p["copy_bandwidth"] for p in parts), key=lambda b: b["bytes_per_second"])
     return merged
