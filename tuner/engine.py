@@ -277,21 +277,13 @@ class Measurer:
 
     def prefetch(self, configs: list[dict]) -> int:
         """Build the sources of `configs` (a search's next proposals) ahead, when building ahead
-        (pipeline.py); those stored or invalid are left out. Returns how many builds were queued.
-        With quiet builds, announcements come in batches: while the first source named is still
-        one announced before (a walk that goes on down its ranking), nothing new is announced, so
-        the next batch's builds start together, when the search reaches a source never announced,
-        rather than one at a time before each launch."""
+        (pipeline.py); those stored or invalid are left out. Returns how many builds were queued."""
         if not self.builds_ahead or not configs:
             return 0
         self.warm_ahead()
         t = time.time()
         plan = plan_measurements(self.space, configs, self.store.done_keys(self.run, self.options.timeout))
-        jobs = {k: self.target.build_job(g[0]) for k, g in plan.groups.items()}
-        if self.quiet_builds and jobs and self.builders.queued(next(iter(jobs))):
-            self._add_phase("announce", time.time() - t)
-            return 0
-        queued = self.builders.announce(jobs)
+        queued = self.builders.announce({k: self.target.build_job(g[0]) for k, g in plan.groups.items()})
         self._add_phase("announce", time.time() - t)
         return queued
 
@@ -400,8 +392,8 @@ class Measurer:
         return summary
 
     def _settle_builds(self, phases: dict[str, float]) -> None:
-        """With quiet builds: wait until no builder runs, before the worker times anything."""
-        if self.quiet_builds and self.builders is not None:
+        """With a quiet pool: wait until no builder runs, before the worker times anything."""
+        if self.builders is not None and self.builders.quiet:
             waited = self.builders.settle(self.search_deadline)
             phases["wait_for_quiet"] = phases.get("wait_for_quiet", 0.0) + waited
 

@@ -21,7 +21,9 @@ One API, two ways of asking:
   announces its successor task's sources behind its own, and the next call takes those under way
   instead of starting them again.
 - A quiet pool (`quiet=True`, a live search on a CPU device, whose timings builders on the same
-  cores would disturb) builds in rounds: an announcement is kept in order, and a round of up to
+  cores would disturb) takes announcements in batches (one whose first source is still announced
+  from before adds nothing: a walk going on down its ranking, so the next batch's builds start
+  together) and builds them in rounds: an announcement is kept in order, and a round of up to
   one build per builder starts when the announcement is made and whenever `take` asks for a
   source that no round has built yet; `take` waits for that round, and `settle` (which the
   measurer calls before every timed launch) waits until no build of it is under way. So the
@@ -190,10 +192,13 @@ class BuildPipeline:
 
     def announce(self, jobs: Mapping[str, Job]) -> int:
         """Build `jobs` (name -> job) ahead, in their order, for a later `take` or `results`; the
-        builds of an earlier announcement not yet started and not in `jobs` are dropped. Returns
-        how many builds were queued (those queued already are not queued again)."""
+        builds of an earlier announcement not yet started and not in `jobs` are dropped (a quiet
+        pool: see the module's docstring). Returns how many builds were queued (those queued
+        already are not queued again)."""
         if not self.keep:
             raise ValueError("building ahead needs a kept pool (keep=True)")
+        if self.quiet and jobs and self.queued(next(iter(jobs))):
+            return 0  # the batch announced before goes on
         self._drop_unwanted(jobs)
         before = self.counts["announced"]
         if self.quiet:

@@ -160,7 +160,7 @@ def tune(program, args: dict, device, store_path: Path, seconds: float, budget: 
     about `seconds` allow) and at most about `seconds`; returns the run's three fastest
     configurations and what the tuning did. The session's confirmation is left out: `imagecl_side`
     times the three fastest again itself, as it times the naive variant and the peers.
-    `build_ahead`: MeasureOptions' (None: on a GPU).
+    `build_ahead`: MeasureOptions' (None: yes; on a CPU between the timed launches).
 
     `cache_dir`: imagecl's build cache for this run (None: the shared one).
 
@@ -238,7 +238,6 @@ def imagecl_side(workload: Workload, args: dict, device, runs: int, tune_seconds
                 cold_caches(Path(folder)) if cold else contextlib.nullcontext() as cache_dir:
             tuning = tune(program, args if tune_args is None else tune_args, device, Path(folder) / "tuning.db",
                           tune_seconds, budget, naive.median * scale, seed=seed, batch=batch, cache_dir=cache_dir)
-        tuning["cold_caches"] = cold
         tuning["wall_seconds"] = time.time() - t0
         run = {"tuning": tuning, "tuned_seconds": None}
         record["runs"].append(run)

@@ -81,13 +81,18 @@ def targets(result: dict, record: dict) -> list[str]:
     return notes or ["no target"]
 
 
-def _intended(result: dict) -> Optional[list[str]]:
-    """The workloads a call set out to measure (recorded since 2026-11-25; before, its command's
-    --workloads), None if unknown."""
-    if result.get("workloads") is not None:
-        return list(result["workloads"])
-    found = re.search(r"--(?:workloads|only)[ =](\S+)", result.get("command", ""))
-    return [w for w in found.group(1).split(",") if w] if found else None
+def _left_out(result: dict, measured: set[str]) -> bool:
+    """Whether a call stopped early left out a workload that none of `measured` is: what it set
+    out to measure is recorded since 2026-11-25 (before, its command's --workloads; unknown: yes)."""
+    if not result.get("partial"):
+        return False
+    intended = result.get("workloads")
+    if intended is None:
+        found = re.search(r"--(?:workloads|only)[ =](\S+)", result.get("command", ""))
+        if found is None:
+            return True
+        intended = [w for w in found.group(1).split(",") if w]
+    return not set(intended) <= measured
 
 
 def merge_results(parts: list[dict]) -> dict:
@@ -117,7 +122,7 @@ def merge_results(parts: list[dict]) -> dict:
     merged["date"] = ", ".join(dict.fromkeys(p["date"] for p in parts))
     merged["seconds"] = sum(p["seconds"] for p in parts)
     # a call stopped early is made whole by a later call that measured what it left out
-    merged["partial"] = any(p.get("partial") and not set(_intended(p) or {None}) <= set(records) for p in parts)
+    merged["partial"] = any(_left_out(p, set(records)) for p in parts)
     merged["merged_from"] = len(parts)
     merged["copy_bandwidth"] = max((p["copy_bandwidth"] for p in parts), key=lambda b: b["bytes_per_second"])
     return merged
