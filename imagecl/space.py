@@ -122,6 +122,9 @@ class Space:
     # default is the driver's choice, which a tile cannot have)
     tile_defaults: dict[str, int] = field(default_factory=dict)
     tiles: tuple[str, ...] = ()  # the parameters that turn a local-memory tile of an image on
+    # the unroll parameters of loops with a trip count known when the kernel is built, each with
+    # the factor that unrolls its loop fully (a data-dependent loop's partial factors are not here)
+    full_unroll: dict[str, int] = field(default_factory=dict)
 
     # ---- description -----------------------------------------------------------------------
     @property
@@ -402,12 +405,15 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
             defaults[f"constant_{name}"] = values[0]
             constant_params.append((name, size))
 
+    full_unroll = {}
     for loop in any_analysis.loops:
         if not loop.unrollable:
             continue
         factors = _divisor_factors(loop.trip_count)
         if len(factors) < 2:
             continue
+        if loop.trip_count in factors:
+            full_unroll[loop.parameter] = loop.trip_count
         params.append(Parameter.of(ch.UNROLL, loop.parameter, factors,
                                    f"unroll factor of the loop over '{loop.var.name}' at line {loop.node.pos.line} "
                                    f"({loop.trip_count} iterations) in '{loop.function}'"))
@@ -482,7 +488,8 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                 f"{'x'.join(map(str, bound))}", tuple(image_params),
                 lambda c, ps=image_params: sum((c[p] for p in ps), np.zeros_like(c[ps[0]])) == 0))
     return Space(params, constraints, limits, defaults,
-                 tile_defaults={f"wg_{a}": w for a, w in zip(axes, tile_work_group(dims, limits))}, tiles=tiles)
+                 tile_defaults={f"wg_{a}": w for a, w in zip(axes, tile_work_group(dims, limits))}, tiles=tiles,
+                 full_unroll=full_unroll)
 
 
 def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis],

@@ -73,11 +73,11 @@ def test_hybrid_on_a_cpu_measures_vector_code_in_its_first_sample():
 
 def test_a_small_budget_still_samples_every_vector_x_value_first():
     """A budget of 8 (what a CPU tuning run of 20 s affords) gives a first stage of 0.3 x 8 = 2
-    draws; led by the code shape it takes the two CPU seeds and then 3, one per vector_x value."""
+    draws; led by the code shape it takes the three CPU seeds and then 3, one per vector_x value."""
     for seed in range(4):
         result = hybrid(_cpu_space("CPU"), 8, np.random.default_rng(seed), model="constant")
-        assert sorted(c["vector_x"] for c, _ in result.history[2:5]) == [0, 1, 2], result.history[:5]
-        assert result.info["design_seeds"] == 2 and result.info["seeded"] == 2
+        assert sorted(c["vector_x"] for c, _ in result.history[3:6]) == [0, 1, 2], result.history[:6]
+        assert result.info["design_seeds"] == 3 and result.info["seeded"] == 3
 
 
 def test_with_nothing_known_a_cpu_search_measures_the_cpu_seeds_first():
@@ -86,12 +86,14 @@ def test_with_nothing_known_a_cpu_search_measures_the_cpu_seeds_first():
     from imagecl.tuner.strategies.design import CPU_SEEDS, code_shape_seeds
 
     p = _cpu_space("CPU")
-    assert code_shape_seeds(p) == [dict(s) for s in CPU_SEEDS]
+    # a problem without an imagecl space: the seeds' shapes alone
+    assert code_shape_seeds(p) == [{k: v for k, v in s.items() if k != "tiles"} for s in CPU_SEEDS]
     result = hybrid(p, 8, np.random.default_rng(0), model="constant")
-    first, second = (c for c, _ in result.history[:2])
+    first, second, third = (c for c, _ in result.history[:3])
     assert (first["vector_x"], first["interior"], first["px_x"], first["px_y"], first["wg_x"], first["wg_y"]) == \
         (2, 1, 32, 4, 1, 2)
-    assert (second["vector_x"], second["px_x"], second["px_y"], second["wg_y"]) == (2, 32, 1, 8)
+    assert (second["vector_x"], second["px_x"], second["px_y"], second["wg_x"], second["wg_y"]) == (2, 32, 4, 4, 4)
+    assert (third["vector_x"], third["px_x"], third["px_y"], third["wg_y"]) == (2, 32, 1, 8)
     # given seeds (the store's transfer, a knowledge model) win; a GPU, or a space without vector
     # code, gets none
     given = {"vector_x": 0, "px_x": 1, "px_y": 1, "wg_x": 4, "wg_y": 4}
@@ -102,6 +104,40 @@ def test_with_nothing_known_a_cpu_search_measures_the_cpu_seeds_first():
     scalar = problem_mod.FunctionProblem([Parameter("vector_x", [0, 1]), Parameter("px_x", [1, 2])], lambda c: 1.0)
     scalar.device_kind = "CPU"
     assert code_shape_seeds(scalar) == []
+
+
+def test_cpu_seeds_of_an_imagecl_space_name_the_plain_code_the_study_timed():
+    """On a program's space the seeds also fix what the fixed-configuration study fixed: every
+    loop with a known trip count unrolled fully, no image, constant or local-memory copy of the
+    filter, and the input staged in a local-memory tile only in the seed that says so; each seed
+    is a valid configuration of the space as it stands (nothing left to chance)."""
+    import imagecl
+    from imagecl.bench.peer_workloads import convolution_source
+    from imagecl.runtime.devices import select_device
+    from imagecl.tuner.live import LiveProblem
+    from imagecl.tuner.strategies.design import CPU_SEEDS, code_shape_seeds
+
+    class Measurer:
+        device = select_device("cpu")
+
+        def stored(self):
+            return {}
+
+    program = imagecl.compile(convolution_source(4), "<t>")
+    space = program.space_for(Measurer.device, (256, 256))
+    seeds = code_shape_seeds(LiveProblem(space, Measurer()))
+    assert len(seeds) == len(CPU_SEEDS)
+    unrolls = [p.name for p in space.parameters if p.name.startswith("unroll_")]
+    assert len(unrolls) == 2 and all(space.full_unroll[u] == 9 for u in unrolls)
+    for seed, study in zip(seeds, CPU_SEEDS):
+        assert all(seed[u] == 9 for u in unrolls), seed
+        assert seed["image_input"] == seed["image_filter"] == seed["local_filter"] == seed["constant_filter"] == 0
+        assert seed["local_input"] == study["tiles"] and seed["interleaved"] == 0
+        assert {k: seed[k] for k in ("vector_x", "px_x", "px_y", "wg_x", "wg_y", "interior")} == \
+            {k: study[k] for k in ("vector_x", "px_x", "px_y", "wg_x", "wg_y", "interior")}
+        assert set(seed) == {p.name for p in space.parameters}  # the whole configuration
+        assert space.valid_mask({k: np.array([v]) for k, v in seed.items()})[0], seed
+        assert space.complete(seed) == seed
 
 
 def test_device_kind_of_an_opencl_device():

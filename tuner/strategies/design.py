@@ -16,15 +16,20 @@ With so few measurements a run also starts from what was measured fastest before
 better is known (no seeds from the store or a knowledge model): CPU_SEEDS, the vector-code
 shapes that the fixed-configuration study (benchmarks/cpu_scaling.py) found fastest on the
 16-core Xeon for convolutions 3x3 and 9x9 at 4096x4096, several times faster than what 15-60 s
-runs ended on (BENCHMARKS.md, issue 23). A seed names a few parameters; the others are drawn
-from the valid configurations that agree with it (ml._seed_rows).
+runs ended on (BENCHMARKS.md, issue 23). The study fixed the rest of the code too: every loop
+unrolled fully, every array read from a plain buffer (no image, constant or local-memory copy).
+A seed that named only its shape left those to chance, and the peer runs measured the right
+shape with loops rolled up and the filter in image or local memory, 2-3x slower than the
+study's. So a seed names its shape and, where the program's space says which parameters those
+are (a live problem's `space`), the plain code around it; any other parameter is drawn from
+the valid configurations that agree with the seed (ml._seed_rows).
 
 On a GPU the work-group shape and the memory spaces matter as much, and vector code is one
 option among many, so the plain spread stays the default there.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from ..problem import Problem
 
@@ -33,19 +38,48 @@ from ..problem import Problem
 CODE_SHAPE = (("vector_x",), ("vector_x", "px_x"))
 
 
-# measured first by a CPU search that has no other seeds (see the module's docstring): conv9's
-# fastest (32 points along x in rows of 4, work-groups of 1x2) and conv3's (64 along x, 1x8)
-CPU_SEEDS = ({"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "wg_x": 1, "wg_y": 2},
-             {"interior": 1, "vector_x": 2, "px_x": 64, "px_y": 1, "wg_x": 1, "wg_y": 8})
+# measured first by a CPU search that has no other seeds (see the module's docstring), fastest
+# first: conv9's and conv3's fastest (32 points along x in rows of 4, work-groups of 1x2, direct
+# reads), conv9's next (the same rows from a local-memory tile, work-groups of 4x4) and conv3's
+# next (64 along x, 1x8). "tiles" is the value of every parameter that stages an image in local
+# memory.
+CPU_SEEDS = ({"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "wg_x": 1, "wg_y": 2, "tiles": 0},
+             {"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "wg_x": 4, "wg_y": 4, "tiles": 1},
+             {"interior": 1, "vector_x": 2, "px_x": 64, "px_y": 1, "wg_x": 1, "wg_y": 8, "tiles": 0})
 
 
 def code_shape_seeds(problem: Problem) -> list[dict[str, int]]:
-    """CPU_SEEDS restricted to `problem`'s parameters, where its space has vector code (none
-    otherwise: without it these shapes mean nothing)."""
+    """CPU_SEEDS as configurations of `problem`, where its space has vector code (none otherwise:
+    without it these shapes mean nothing): each seed's shape, and where `problem` has an imagecl
+    space, loops unrolled fully and arrays read from plain buffers (`plain_code`)."""
     names = problem.names
     if "vector_x" not in names or 2 not in problem.parameters[names.index("vector_x")].values:
         return []
-    return [{k: v for k, v in seed.items() if k in names} for seed in CPU_SEEDS]
+    space = getattr(problem, "space", None)
+    seeds = []
+    for seed in CPU_SEEDS:
+        shape = {k: v for k, v in seed.items() if k != "tiles"}
+        code = plain_code(space, seed["tiles"]) if space is not None else {}
+        seeds.append({k: v for k, v in {**code, **shape}.items() if k in names})
+    return seeds
+
+
+def plain_code(space: Any, tiles: int) -> dict[str, int]:
+    """The values of an imagecl space's code-shape parameters in the code the CPU study timed:
+    every loop with a known trip count unrolled fully, points blocked, every array read from a
+    plain buffer (image, constant and local-memory copies at the space's default, which is
+    "off" unless the program's pragmas place the array there), images staged in local memory
+    as `tiles` says where the space allows it."""
+    from ... import choices as ch
+
+    values: dict[str, int] = dict(getattr(space, "full_unroll", {}))
+    tile_names = set(getattr(space, "tiles", ()))
+    for p in space.parameters:
+        if p.name in tile_names:
+            values[p.name] = tiles if tiles in p.values else p.values[0]
+        elif p.family in (ch.IMAGE_MEM, ch.CONSTANT_MEM, ch.LOCAL_MEM, ch.LAYOUT):
+            values[p.name] = space.defaults.get(p.name, p.values[0])
+    return values
 
 
 def code_shape_levels(problem: Problem, code_shape: Optional[bool] = None) -> list[tuple[int, ...]]:
