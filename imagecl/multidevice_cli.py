@@ -121,9 +121,10 @@ def tune_split(args: argparse.Namespace, tune_one: Callable[[argparse.Namespace]
             arguments.pop(written, None)
     print(f"== the split across {len(devices)} devices", file=sys.stderr)
     log = lambda line: print(line, file=sys.stderr)  # noqa: E731
-    # calibrated once per device set, around the size tuned here (at most 2048 x 2048)
+    # calibrated once per device set, around the size tuned here (at most 4096 x 4096: the devices'
+    # sharing of the host's memory shows at such sizes, BENCHMARKS.md "Two GPUs")
     system = system_model.load_or_calibrate(devices, log=log, instances=system_model.default_instances(
-        [min(v, 2048) for v in tuple(reversed(shape))[:2]], args.iterate or 16))
+        [min(v, 4096) for v in tuple(reversed(shape))[:2]], args.iterate or 16))
     found = split_tuning.tune(program, arguments, devices, iterate=args.iterate, log=log,
                               system=system.terms_for(devices))
     best = found.best

@@ -6,6 +6,8 @@ split runs go to worker processes (multidevice_worker.py): three 'pthread' devic
 single-device run and with an independent NumPy/SciPy reference."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -331,3 +333,46 @@ def test_confirmation_times_one_split_once_whatever_its_roles():
     assert len(gpu_alone) == 4 and len({tuple(c["runs"]) for c in gpu_alone}) == 1
     splits = {c["h"]: c["runs"] for c in confirmed if tuple(c["shares"]) == (0.9, 0.1)}
     assert splits[2] != splits[4]
+
+
+def test_each_device_drives_the_devices_at_once_and_raises_the_first_failure():
+    """Two devices' work that can only finish together (each waits for the other at a barrier): one
+    host thread per device, or the barrier times out. A failure is raised once every device's work
+    has ended, so no device is left running behind it."""
+    import threading
+    import time
+
+    meet = threading.Barrier(2, timeout=20)
+    assert multidevice.each_device(lambda name: (meet.wait(), name)[1], [("a",), ("b",)]) == ["a", "b"]
+    ended = []
+
+    def work(name):
+        if name == "bad":
+            raise ValueError("bad device")
+        time.sleep(0.2)
+        ended.append(name)
+
+    with pytest.raises(ValueError, match="bad device"):
+        multidevice.each_device(work, [("bad",), ("slow",)])
+    assert ended == ["slow"]
+    assert multidevice.each_device(lambda x: x * 2, [(3,)]) == [6]  # one device: no thread
+
+
+def test_a_split_run_takes_its_device_memory_from_the_pool():
+    """A repeated run of the same size finds its whole-size buffers in its context's pool instead of
+    allocating them again (the pool of prog(...)'s NumPy calls on that context)."""
+    import imagecl
+    from imagecl.runtime.devices import context_and_queue, select_device
+    from imagecl.runtime.interop import memory_pool
+
+    prog = imagecl.load(Path(__file__).resolve().parent.parent / "examples" / "convolution9.icl")
+    device = select_device("cpu")
+    pool = memory_pool(*context_and_queue(device))
+    args = {"input": np.random.default_rng(0).random((48, 40), dtype=np.float32),
+            "filter": np.ones((9, 9), np.float32) / 81}
+    first, _ = multidevice.run(prog, args, [device], [1.0], "naive")
+    managed = pool.managed_bytes
+    assert pool.held_blocks >= 2 and pool.active_blocks == 0  # input and output, given back
+    again, _ = multidevice.run(prog, args, [device], [1.0], "naive")
+    assert pool.managed_bytes == managed and pool.active_blocks == 0
+    np.testing.assert_array_equal(again["output"], first["output"])

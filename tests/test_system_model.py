@@ -40,11 +40,12 @@ PROGRAMS = [([_profile(2, 3, 1), _profile(20, 5, 0.5)], None, 0),
 
 def test_fit_recovers_the_terms_that_timed_the_samples():
     # an independent reference: samples made by known terms; the fit finds them again
-    truth = Terms([0.004, 0.002], [0.1, 0.6], step=0.0005, exchange=0.001)
+    truth = Terms([0.004, 0.002], [0.1, 0.6], step=[0.0005, 0.0012], exchange=0.001)
     fitted = system_model.fit(_samples_from(truth, PROGRAMS), 2)
     assert fitted.fixed == pytest.approx(truth.fixed, rel=0.05, abs=2e-4)
     assert fitted.slowdown == pytest.approx(truth.slowdown, rel=0.05, abs=0.02)
     assert fitted.step == pytest.approx(truth.step, rel=0.05, abs=5e-5)
+    assert fitted.moved == pytest.approx(0, abs=0.05) and fitted.shared <= 0.55  # none in the samples
     assert fitted.exchange == pytest.approx(truth.exchange, rel=0.1, abs=1e-4)
     assert system_model.fit_error(fitted, _samples_from(truth, PROGRAMS)) < 0.01
     assert system_model.fit([], 2) == Terms.none(2)
@@ -73,13 +74,13 @@ def test_a_split_that_costs_more_than_it_gains_goes_to_one_device():
 def test_iterated_prediction_weighs_exchanges_against_redundant_rows():
     profiles = [_profile(4, 0, 0.2, 1000), _profile(4, 0, 0.2, 1000)]
     # costly exchanges, a shallow reach: the fewest exchanges (largest h)
-    found = system_model.predict(Terms([0, 0], [0, 0], 0, 0.002), profiles, steps=16, depth=2)
+    found = system_model.predict(Terms([0, 0], [0, 0], [0, 0], 0.002), profiles, steps=16, depth=2)
     assert found.h == 8 and found.shares == pytest.approx([0.5, 0.5], abs=0.011)
     # free exchanges and a deep reach: every step exchanges, nothing is computed twice
-    found = system_model.predict(Terms([0, 0], [0, 0], 0, 0.0), profiles, steps=16, depth=40)
+    found = system_model.predict(Terms([0, 0], [0, 0], [0, 0], 0.0), profiles, steps=16, depth=40)
     assert found.h == 1
     # the iterated step's host cost counts once per step on every device: one device's alone time
-    t = system_model.model_seconds(Terms([0, 0], [0, 0], 0.001, 0), profiles, [1.0, 0.0], 16)
+    t = system_model.model_seconds(Terms([0, 0], [0, 0], [0.001, 0.001], 0), profiles, [1.0, 0.0], 16)
     assert t == pytest.approx(0.2e-3 + 16 * (0.001 + 4e-3))
 
 
@@ -93,12 +94,12 @@ class _Device:
 def test_the_model_is_cached_per_device_set_and_damage_is_ignored(tmp_path):
     cache = tmp_path / "models.json"
     a, b = _Device("A"), _Device("B")
-    model = system_model.SystemModel(["test | A | 1", "test | B | 1"], Terms([0.001, 0.002], [0.1, 0.2], 3e-4, 4e-4),
+    model = system_model.SystemModel(["test | A | 1", "test | B | 1"], Terms([0.001, 0.002], [0.1, 0.2], [3e-4, 5e-4], 4e-4, 0.3, 0.6),
                                      0.05, _samples_from(Terms.none(2), PROGRAMS[:1]))
     system_model.store(model, [a, b], cache)
     again = system_model.cached([b, a], cache)  # the same set in another order
     assert again is not None and again.terms == model.terms and len(again.samples) == len(model.samples)
-    assert again.terms_for([b, a]) == Terms([0.002, 0.001], [0.2, 0.1], 3e-4, 4e-4)
+    assert again.terms_for([b, a]) == Terms([0.002, 0.001], [0.2, 0.1], [5e-4, 3e-4], 4e-4, 0.3, 0.6)
     assert system_model.cached([a, _Device("C")], cache) is None
     data = json.loads(cache.read_text())
     key = next(iter(data))
@@ -152,3 +153,57 @@ def test_three_devices_leave_out_the_one_whose_company_costs_more_than_its_rows(
     # the third device adds 9 ms to a call it joins: the other two share
     found = system_model.predict(Terms([0.0, 0.0, 0.009], [0.0, 0.0, 0.0]), profiles)
     assert found.shares == pytest.approx([0.5, 0.5, 0.0], abs=0.021)
+
+
+def test_shared_moving_is_processor_sharing():
+    """Worked by hand: three devices moving 0.1, 0.5 and 1.0 s worth alone, through a host that moves
+    at most 1.5x one device's rate. All three share 1.5 (0.5 each) until the first is done at 0.2 s;
+    the other two then move at 0.75 each, the second done after its remaining 0.4 at 0.2 + 0.4 / 0.75;
+    the last alone at full rate for its remaining 0.5."""
+    done = system_model.shared_moving({"a": 0.1, "b": 0.5, "c": 1.0}, 1 / 1.5)
+    assert done["a"] == pytest.approx(0.2)
+    assert done["b"] == pytest.approx(0.2 + 0.4 / 0.75)
+    assert done["c"] == pytest.approx(done["b"] + 0.5)
+    assert system_model.shared_moving({"a": 0.3, "b": 0.7}, 0.0) == {"a": 0.3, "b": 0.7}  # no limit
+    serial = system_model.shared_moving({"a": 0.3, "b": 0.7}, 1.0)  # one device's rate in all: in turn
+    assert serial["b"] == pytest.approx(1.0) and serial["a"] == pytest.approx(0.6)
+
+
+def test_shared_host_memory_keeps_a_transfer_bound_split_from_halving():
+    """Two equal devices whose time is all transfers: with g = 0 a split halves the time; with the
+    host moving 1.5x one device's rate (g = 2/3) the split takes 1/1.5 of the whole, and the fit
+    finds g again from samples timed that way."""
+    even = [_profile(0, 10, 0), _profile(0, 10, 0)]
+    assert system_model.model_seconds(Terms.none(2), even, [0.5, 0.5]) == pytest.approx(5e-3)
+    shared = Terms([0, 0], [0, 0], shared=2 / 3)
+    assert system_model.model_seconds(shared, even, [0.5, 0.5]) == pytest.approx(10e-3 / 1.5)
+    programs = [([_profile(1, 8, 0.5), _profile(1, 8, 0.5)], None, 0),
+                ([_profile(4, 6, 1), _profile(12, 6, 1)], None, 0),
+                ([_profile(2, 3, 1, 2000), _profile(3, 4, 1, 2000)], None, 0)]
+    truth = Terms([0.0005, 0.0005], [0.05, 0.05], shared=0.7)
+    fitted = system_model.fit(_samples_from(truth, programs), 2)
+    assert fitted.shared == pytest.approx(0.7, abs=0.03)
+
+
+def test_an_iterated_program_moves_its_band_once():
+    """An iterated run uploads its band and downloads it once, however many steps: the alone-profile's
+    transfers count once, its kernel at every step."""
+    profiles = [_profile(2, 6, 1), _profile(2, 6, 1)]
+    t = system_model.model_seconds(Terms.none(2), profiles, [1.0, 0.0], steps=16)
+    assert t == pytest.approx(1e-3 + 6e-3 + 16 * 2e-3)
+    half = system_model.model_seconds(Terms.none(2), profiles, [0.5, 0.5], steps=16)
+    assert half == pytest.approx(1e-3 + 3e-3 + 16 * 1e-3)
+
+
+def test_a_device_takes_part_only_where_it_gains_the_margin():
+    """Two fast devices and a slow one: the third's best share gains under SPLIT_MARGIN, so the
+    prediction leaves it out though the model puts the three-device split a little ahead."""
+    profiles = [_profile(10, 0, 1), _profile(10, 0, 1), _profile(200, 0, 1)]
+    terms = Terms([0, 0, 0], [0, 0, 0])
+    three = min(system_model.compositions(3, 0.02), key=lambda sh: system_model.model_seconds(terms, profiles, sh))
+    assert three[2] > 0  # the model alone would give the slow device a share
+    found = system_model.predict(terms, profiles)
+    assert found.shares[2] == 0 and found.shares[0] == pytest.approx(0.5, abs=0.011)
+    # a slow device that gains more than the margin does take part
+    profiles[2] = _profile(25, 0, 1)
+    assert system_model.predict(terms, profiles).shares[2] > 0

@@ -23,10 +23,14 @@ def confirm(call: Callable[[list[float], Optional[int]], Any], result: dict, rou
     # single and a sweep leader) is timed once and shares its times: separate medians of one split
     # differ by the host's noise, and the least of them would make the split look slower than itself
     runs: dict[tuple, list[float]] = {split_identity(c["shares"], c["h"]): [] for c in candidates}
+    # each split called with its first candidate's own shares: the identity's rounded ones may not sum to 1
+    exact = {}
+    for c in candidates:
+        exact.setdefault(split_identity(c["shares"], c["h"]), list(c["shares"]))
     for _ in range(rounds):
         for key, times in runs.items():
             start = time.perf_counter()
-            call(list(key[0]), key[1])
+            call(exact[key], key[1])
             times.append(time.perf_counter() - start)
     return [{**c, "median_s": statistics.median(t), "min_s": min(t), "max_s": max(t), "runs": t}
             for c in candidates for t in [runs[split_identity(c["shares"], c["h"])]]]

@@ -79,9 +79,17 @@ def _pool(target: Target) -> Any:
     without allocating."""
     import pyopencl.tools as cl_tools
 
-    pool = _POOLS.get(target.context.int_ptr)
+    return memory_pool(target.context, target.queue)
+
+
+def memory_pool(context: Any, queue: Any) -> Any:
+    """The memory pool of one of our own contexts (runtime.devices.context_and_queue), made on
+    first use with its queue."""
+    import pyopencl.tools as cl_tools
+
+    pool = _POOLS.get(context.int_ptr)
     if pool is None:  # our queues live as long as the process: so do their pools
-        pool = _POOLS[target.context.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(target.queue))
+        pool = _POOLS[context.int_ptr] = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
     return pool
 
 

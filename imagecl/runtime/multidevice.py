@@ -27,8 +27,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from ..errors import ArgumentError, ExecutionError
 from .devices import context_and_queue, select_device
 
 SHARE_TOLERANCE = 1e-6
+T = TypeVar("T")
 
 
 # ---- which programs split, and how ------------------------------------------------------------------
@@ -311,11 +313,15 @@ class _Transfers:
 
 
 def _allocate(part: Part, prepared: Any) -> None:
+    """The part's device memory: images made, buffers from its context's pool (a split run's
+    buffers are whole-size on every device, so a repeated run finds them there)."""
     import pyopencl as cl
 
+    from .interop import memory_pool
     from .launcher import image_format
 
     mf = cl.mem_flags
+    pool = memory_pool(part.context, part.queue)
     for value in part.launch.values:
         if not (isinstance(value, tuple) and value[0] in ("buffer", "image")):
             continue
@@ -328,7 +334,7 @@ def _allocate(part: Part, prepared: Any) -> None:
             part.memory[name] = cl.Image(part.context, mf.READ_ONLY, image_format(host.dtype, host.shape, dims),
                                          shape=tuple(reversed(host.shape[:dims])))
         else:
-            part.memory[name] = cl.Buffer(part.context, mf.READ_WRITE, max(int(host.nbytes), 1))
+            part.memory[name] = pool.allocate(max(int(host.nbytes), 1))
 
 
 def _enqueue(program: Any, part: Part, memory: Mapping[str, Any], row_runs: list[tuple[int, int]],
@@ -366,12 +372,6 @@ class SplitRun:
     transfer_seconds: list = field(default_factory=list)
 
 
-def _is_gpu(device: Any) -> bool:
-    import pyopencl as cl
-
-    return bool(device.type & cl.device_type.GPU)
-
-
 def _event_seconds(events: list) -> float:
     total = 0.0
     for e in events:
@@ -380,6 +380,17 @@ def _event_seconds(events: list) -> float:
         except Exception:  # noqa: BLE001 - a queue without profiling: no time
             return 0.0
     return total
+
+
+def each_device(work: Callable[..., T], items: Sequence[tuple]) -> list[T]:
+    """`work(*item)` for every item (one per device), each on its own host thread, in order; the
+    first failure is raised once all have ended. One item runs on the calling thread."""
+    if len(items) <= 1:
+        return [work(*item) for item in items]
+    with ThreadPoolExecutor(len(items), thread_name_prefix="imagecl-device") as pool:
+        futures = [pool.submit(work, *item) for item in items]
+        wait(futures)
+    return [f.result() for f in futures]
 
 
 @contextlib.contextmanager
@@ -414,7 +425,7 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
 
     check_splittable(program.info)
     chosen = resolve_devices(devices)
-    prepared = prepare(program.info, dict(arguments), cast=cast)
+    prepared = prepare(program.info, dict(arguments), copy=False, cast=cast)  # uploads wait before returning
     shares = _shares_for(program, chosen, prepared.grid_shape, shares)
     parts = _parts(program, prepared, chosen, _configs(config, len(chosen)))
     rows = prepared.grid_shape[0]
@@ -426,46 +437,47 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
     results = {n: np.empty_like(prepared.arrays[n]) if n in overwritten else np.array(prepared.arrays[n], copy=True)
                for n in prepared.outputs}
     active = [(p, band) for p, band in zip(parts, bands) if band[1] > band[0]]
-    kernels: dict[int, list] = {}
-    moved: dict[int, list] = {}
-    pending: list[_Transfers] = []
+
+    def drive(part: Part, band: tuple[int, int]) -> tuple[list, list]:
+        """One device's whole run (uploads, kernel, downloads: its queue is in order), waited."""
+        part.band = band
+        _allocate(part, prepared)
+        transfers = _Transfers()
+        band_rows = np.arange(*band)
+        for name, host in prepared.arrays.items():
+            if name not in part.memory:
+                continue
+            dims = part.launch.images.get(name, 0)
+            own = band_rows[band_rows < host.shape[0]] if host.ndim else band_rows
+            if name in reach:
+                wanted = needed_rows(band_rows, reach[name], host.shape[0] if host.ndim else 1)
+                if name in prepared.outputs and name not in overwritten:
+                    wanted = np.union1d(wanted, own)
+            elif name in prepared.outputs and name not in overwritten:
+                wanted = own
+            else:
+                continue
+            if host.ndim == 0 or (reach.get(name) is not None and reach[name].whole):
+                wanted = np.arange(host.shape[0]) if host.ndim else np.arange(1)
+            for a, b in runs(wanted):
+                transfers.upload(part, part.memory[name], host, a, b, dims)
+        kernel_events = _enqueue(program, part, part.memory, [band])
+        for name in prepared.outputs:  # an output not of the grid's shape: the band's rows it has
+            stop = min(band[1], results[name].shape[0])
+            if stop > band[0]:
+                transfers.download(part, part.memory[name], results[name], band[0], stop)
+        part.queue.flush()
+        moved = list(transfers.events)
+        transfers.wait()
+        return kernel_events, moved
+
     with _driver_errors(f"running '{program.name}' across devices", parts):
-        # device by device, everything at once (uploads, kernel, downloads: each queue is in order),
-        # CPUs first: a GPU driver may copy pageable host memory before the enqueue returns
-        for part, band in sorted(active, key=lambda pb: _is_gpu(pb[0].device)):
-            part.band = band
-            _allocate(part, prepared)
-            transfers = _Transfers()
-            pending.append(transfers)
-            band_rows = np.arange(*band)
-            for name, host in prepared.arrays.items():
-                if name not in part.memory:
-                    continue
-                dims = part.launch.images.get(name, 0)
-                own = band_rows[band_rows < host.shape[0]] if host.ndim else band_rows
-                if name in reach:
-                    wanted = needed_rows(band_rows, reach[name], host.shape[0] if host.ndim else 1)
-                    if name in prepared.outputs and name not in overwritten:
-                        wanted = np.union1d(wanted, own)
-                elif name in prepared.outputs and name not in overwritten:
-                    wanted = own
-                else:
-                    continue
-                if host.ndim == 0 or (reach.get(name) is not None and reach[name].whole):
-                    wanted = np.arange(host.shape[0]) if host.ndim else np.arange(1)
-                for a, b in runs(wanted):
-                    transfers.upload(part, part.memory[name], host, a, b, dims)
-            kernels[id(part)] = _enqueue(program, part, part.memory, [band])
-            for name in prepared.outputs:  # an output not of the grid's shape: the band's rows it has
-                stop = min(band[1], results[name].shape[0])
-                if stop > band[0]:
-                    transfers.download(part, part.memory[name], results[name], band[0], stop)
-            part.queue.flush()
-            moved[id(part)] = list(transfers.events)
-        for transfers in pending:
-            transfers.wait()
-        kernel_seconds = [_event_seconds(kernels.get(id(p), [])) for p in parts]
-        transfer_seconds = [_event_seconds(moved.get(id(p), [])) for p in parts]
+        # each device from its own host thread: a GPU driver may stage a copy of pageable host memory
+        # before its enqueue returns, which from one thread would put the devices' transfers in turn
+        done = each_device(drive, active)
+        events = {id(part): got for (part, _), got in zip(active, done)}
+        kernel_seconds = [_event_seconds(events.get(id(p), ([], []))[0]) for p in parts]
+        transfer_seconds = [_event_seconds(events.get(id(p), ([], []))[1]) for p in parts]
     return results, SplitRun(chosen, bands, [p.config for p in parts], kernel_seconds, transfer_seconds)
 
 
@@ -567,7 +579,7 @@ def iterate(program: Any, n: int, arguments: Mapping[str, Any], devices: Any = N
         if arguments.get(out) is not None:
             raise ArgumentError(f"'{out}' is computed at every step: leave it out of iterate()'s arguments")
     chosen = resolve_devices([None] if devices is None else devices)
-    prepared = prepare(program.info, dict(arguments), cast=cast)
+    prepared = prepare(program.info, dict(arguments), copy=False, cast=cast)  # uploads wait before returning
     for out, inp in pairs.items():
         if prepared.arrays[out].shape != prepared.arrays[inp].shape:
             raise ArgumentError(f"'{out}' {prepared.arrays[out].shape} cannot feed '{inp}' "
@@ -602,17 +614,21 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
              fed: list, zeroed: list, state: dict, static: list, rows: int) -> dict[str, np.ndarray]:
     import pyopencl as cl
 
-    transfers = _Transfers()
+    from .interop import memory_pool
+
     sides: dict[int, tuple[dict, dict]] = {}
     plans = {}
-    for part, band in active:
+
+    def start(part: Part, band: tuple[int, int]) -> None:
+        """A device's memory, its rounds' rows, and what its first round reads, uploaded and waited."""
+        transfers = _Transfers()
         part.band = band
         _allocate(part, prepared)
         # the two sides of each fed input's ping-pong pair (kept in part.memory to be released)
         for side in "ab":
             for inp in fed:
-                part.memory[f"\0{side}:{inp}"] = cl.Buffer(part.context, cl.mem_flags.READ_WRITE,
-                                                           max(int(state[inp].nbytes), 1))
+                part.memory[f"\0{side}:{inp}"] = memory_pool(part.context, part.queue).allocate(
+                    max(int(state[inp].nbytes), 1))
         sides[id(part)] = tuple({inp: part.memory[f"\0{side}:{inp}"] for inp in fed} for side in "ab")
         for steps in {min(h, n), n % h or h}:
             sets = round_rows(band, steps, reach, fed, rows)
@@ -629,23 +645,36 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
                 wanted = np.arange(host.shape[0] if host.ndim else 1)
             for a, b in runs(wanted):
                 transfers.upload(part, part.memory[name], host, a, b, part.launch.images.get(name, 0))
+        for inp in fed:  # the first round's rows of the state
+            for a, b in runs(plans[(id(part), min(h, n))][0]):
+                transfers.upload(part, sides[id(part)][0][inp], state[inp], a, b)
+        transfers.wait()
+
+    def finish(part: Part, band: tuple[int, int]) -> None:
+        downloads = _Transfers()
+        for inp in fed:
+            downloads.download(part, current[id(part)][inp], state[inp], *band)
+        downloads.wait()
+
+    # the first uploads and the last downloads move whole bands: each device from its own host
+    # thread (run's reason); an exchange in between moves a few rows, and the thread hand-over would
+    # cost more than it saves
+    each_device(start, active)
     # current: input name -> memory holding the state; the outputs are written into the other side
     current = {id(p): sides[id(p)][0] for p, _ in active}
     other = {id(p): sides[id(p)][1] for p, _ in active}
+    transfers = _Transfers()
     done = 0
-    first = True
     while done < n:
         steps = min(h, n - done)
-        # the exchange: every device gets the rows of the fed inputs its round reads
-        for part, band in active:
-            r0 = plans[(id(part), steps)][0]
-            wanted = r0 if first else np.setdiff1d(r0, np.arange(*band), assume_unique=True)
-            for inp in fed:
-                for a, b in runs(wanted):
-                    transfers.upload(part, current[id(part)][inp], state[inp], a, b)
-        transfers.wait()
+        if done:  # the exchange: every device gets the rows of the fed inputs its round reads
+            for part, band in active:
+                wanted = np.setdiff1d(plans[(id(part), steps)][0], np.arange(*band), assume_unique=True)
+                for inp in fed:
+                    for a, b in runs(wanted):
+                        transfers.upload(part, current[id(part)][inp], state[inp], a, b)
+            transfers.wait()
         for part, _ in active:
-            sets = plans[(id(part), steps)]
             step_runs = plans[(id(part), steps, "runs")]
             for k in range(1, steps + 1):
                 memory = dict(part.memory)
@@ -664,19 +693,16 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
                 current[id(part)], other[id(part)] = other[id(part)], current[id(part)]
             part.queue.flush()
         done += steps
-        first = False
-        # the bands come back to the host: the rows the others' next rounds read, or all at the end
-        downloads = _Transfers()
-        for part, band in active:
-            if done < n:
-                nxt = min(h, n - done)
+        if done < n:  # the rows the others' next rounds read come back to the host
+            downloads = _Transfers()
+            nxt = min(h, n - done)
+            for part, band in active:
                 wanted = np.unique(np.concatenate([plans[(id(q), nxt)][0] for q, _ in active if q is not part]
                                                   or [np.arange(0)]))
                 wanted = np.intersect1d(wanted, np.arange(*band), assume_unique=True)
-            else:
-                wanted = np.arange(*band)
-            for inp in fed:
-                for a, b in runs(wanted):
-                    downloads.download(part, current[id(part)][inp], state[inp], a, b)
-        downloads.wait()
+                for inp in fed:
+                    for a, b in runs(wanted):
+                        downloads.download(part, current[id(part)][inp], state[inp], a, b)
+            downloads.wait()
+    each_device(finish, active)
     return {out: state[inp] for out, inp in pairs.items()}

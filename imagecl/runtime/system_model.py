@@ -3,19 +3,29 @@ synthetic programs, and the split predicted from it.
 
 split_tuning's analytic model takes each device alone and the split's time as the slowest band's
 alone time. Running devices together costs more: a call's own fixed cost on each device, a device
-slowed while another runs (the host thread feeding a GPU takes a core of the CPU device, both
-share the host's memory), and for iterated programs each halo exchange. The system model keeps
-the analytic form and adds those as terms fitted on the system:
+slowed while another runs (the host thread feeding a GPU takes a core of the CPU device), the
+host's memory shared by every device's copies (two GPUs fed from pageable memory move about 1.5x,
+not 2x, the bytes of one: benchmarks/multi_gpu_transfers.py), and for iterated programs each halo
+exchange. The system model keeps the analytic form and adds those as terms fitted on the system:
 
     T(shares) = max over the devices taking part of
-                    a_d + m * b_d + K * (e + n_d * r_d * (1 + m * s_d))
+                    (1 - rho) * H_d + m * b_d + F_d * (1 + m * s_d) + K * (e_d + n_d * k_d * (1 + m * s_d))
                 + m * c * rounds
 
-a_d, r_d: device d's fixed cost and seconds per row from its alone-profile (split_tuning.Profile);
-K: the steps (1 for one run); m: 1 when more than one device takes part; n_d: its band's rows plus,
-for an iterated program, the rows it computes redundantly (on average (h - 1) / 2 times the
-program's reach per neighbour); rounds: the exchanges (steps / h). Fitted (`Terms`): b_d, s_d per
-device, e (the host's cost of an iterated step beyond its kernels), c (one exchange).
+From device d's alone-profile (split_tuning.Profile) of the whole grid: k_d its kernel seconds per
+row, u_d its transfer seconds (inputs up, outputs down) and H_d the rest of its wall time (the
+host's work). f_d: its share of the rows; n_d: its band's rows plus, for an iterated program, the
+rows it computes redundantly (on average (h - 1) / 2 times the program's reach per neighbour);
+K: the steps (1 for one run; an iterated program moves its band once, however many steps);
+m: 1 when more than one device takes part; rounds: the exchanges (steps / h). Device d moves
+M_d = f_d * (u_d + rho * H_d) through the host's memory: its transfers and the share rho of the
+host's work that grows with the rows (allocating and touching the outputs). The devices move at
+once, sharing the host's memory: together they move at most 1 / g times as fast as one alone,
+shared equally among those still moving (processor sharing), and F_d is when device d is done
+(g = 0: every device as if alone, F_d = M_d; g = 1: the host moves for one device at a time).
+Fitted (`Terms`): per device b_d, s_d and e_d (the cost of an iterated step beyond its kernel: a
+launch, and on a CPU device its threads' wake-up, which a profile of one step does not show), and
+c (one exchange), rho and g.
 
 Calibration (`calibrate`) runs synthetic box stencils (`Instance`: size, radius and per-tap work,
 bytes per pixel, one run or iterated) over a sweep of shares, after profiling each alone as a real
@@ -39,7 +49,7 @@ import numpy as np
 
 from .split_tuning import Profile
 
-VERSION = 1
+VERSION = 2
 CACHE_FILE = "system_models.json"
 # a split is predicted only when the model puts it this much ahead of the best single device: the
 # fitted terms are averages over the synthetic programs, and a split that gains less rarely pays
@@ -55,8 +65,14 @@ class Terms:
 
     fixed: list[float]  # b_d
     slowdown: list[float]  # s_d
-    step: float = 0.0  # e
+    step: Optional[list[float]] = None  # e_d (None: 0 on every device)
     exchange: float = 0.0  # c
+    moved: float = 0.0  # rho, in [0, 1]
+    shared: float = 0.0  # g, in [0, 1]
+
+    def __post_init__(self) -> None:
+        if self.step is None:
+            self.step = [0.0] * len(self.fixed)
 
     @staticmethod
     def none(count: int) -> "Terms":
@@ -64,12 +80,13 @@ class Terms:
         return Terms([0.0] * count, [0.0] * count)
 
     def vector(self) -> np.ndarray:
-        return np.array(self.fixed + self.slowdown + [self.step, self.exchange], dtype=float)
+        return np.array(self.fixed + self.slowdown + self.step + [self.exchange, self.moved, self.shared], dtype=float)
 
     @staticmethod
     def of_vector(x: Sequence[float], count: int) -> "Terms":
         x = [float(v) for v in x]
-        return Terms(x[:count], x[count:2 * count], x[2 * count], x[2 * count + 1])
+        return Terms(x[:count], x[count:2 * count], x[2 * count:3 * count], x[3 * count], x[3 * count + 1],
+                     x[3 * count + 2])
 
 
 def model_seconds(terms: Terms, profiles: Sequence[Profile], shares: Sequence[float], steps: Optional[int] = None,
@@ -81,6 +98,9 @@ def model_seconds(terms: Terms, profiles: Sequence[Profile], shares: Sequence[fl
     rows = profiles[0].rows
     active = [i for i, s in enumerate(shares) if s > 0]
     m = 1.0 if len(active) > 1 else 0.0
+    host = [max(0.0, p.wall - p.kernel - p.transfer) for p in profiles]
+    moved = shared_moving({i: shares[i] * (profiles[i].transfer + terms.moved * host[i]) for i in active},
+                          m * terms.shared)
     worst = 0.0
     for k, i in enumerate(active):
         p = profiles[i]
@@ -88,10 +108,27 @@ def model_seconds(terms: Terms, profiles: Sequence[Profile], shares: Sequence[fl
         if iterate and m:
             neighbours = (k > 0) + (k < len(active) - 1)
             n += neighbours * depth * (h - 1) / 2
-        per_step = (terms.step if iterate else 0.0) + n * p.per_row(iterate) * (1 + m * terms.slowdown[i])
-        worst = max(worst, p.fixed(iterate) + m * terms.fixed[i] + count * per_step)
+        together = 1 + m * terms.slowdown[i]
+        per_step = (terms.step[i] if iterate else 0.0) + n * p.kernel / max(rows, 1) * together
+        worst = max(worst, (1 - terms.moved) * host[i] + m * terms.fixed[i] + moved[i] * together + count * per_step)
     rounds = math.ceil(count / max(h, 1)) if iterate else 0
     return worst + m * terms.exchange * rounds
+
+
+def shared_moving(alone: dict, shared: float) -> dict:
+    """When each device is done moving what it would move in `alone[d]` seconds by itself, all at
+    once through a host that moves at most 1 / `shared` times as fast as one device alone, equally
+    shared by those still moving (`shared` 0: no limit)."""
+    capacity = 1.0 / shared if shared > 0 else math.inf
+    done, clock, moved = {}, 0.0, 0.0  # moved: what each device still moving has moved so far
+    left = len(alone)
+    for d in sorted(alone, key=alone.__getitem__):
+        rate = min(1.0, capacity / left)
+        clock += (alone[d] - moved) / rate
+        moved = alone[d]
+        done[d] = clock
+        left -= 1
+    return done
 
 
 def compositions(count: int, step: float) -> list[list[float]]:
@@ -117,29 +154,24 @@ class Prediction:
 
 def predict(terms: Terms, profiles: Sequence[Profile], steps: Optional[int] = None, depth: int = 0,
             hs: Sequence[int] = (1, 2, 4, 8), step: Optional[float] = None) -> Prediction:
-    """The split (and h) the system model puts fastest; one device alone unless a split gains
-    more than SPLIT_MARGIN."""
+    """The split (and h) the system model puts fastest, with the fewest devices: one more device
+    takes part only where it gains more than SPLIT_MARGIN over the best split without it (the
+    terms are averages over synthetic programs, and a device that gains less rarely pays)."""
     count = len(profiles)
     step = step or {1: 1.0, 2: 0.01, 3: 0.02, 4: 0.05}.get(count, 0.1)
     iterate = steps is not None
-    best_single: Optional[tuple[float, list[float]]] = None
-    best_split: Optional[tuple[float, list[float], Optional[int]]] = None
+    best: dict[int, tuple[float, list[float], Optional[int]]] = {}  # by the number of devices taking part
     for shares in compositions(count, step):
         taking = sum(1 for s in shares if s > 0)
-        if taking == 1:
-            t = model_seconds(terms, profiles, shares, steps, 1, depth)
-            if best_single is None or t < best_single[0]:
-                best_single = (t, shares)
-            continue
-        for h in (hs if iterate else [None]):
+        for h in (hs if iterate and taking > 1 else [min(hs) if iterate else None]):
             t = model_seconds(terms, profiles, shares, steps, h or 1, depth)
-            if best_split is None or t < best_split[0]:
-                best_split = (t, shares, h)
-    assert best_single is not None
-    h_single = min(hs) if iterate else None
-    if best_split is not None and best_split[0] < best_single[0] * (1 - SPLIT_MARGIN):
-        return Prediction(best_split[1], best_split[2], best_split[0], best_single[0])
-    return Prediction(best_single[1], h_single, best_single[0], best_single[0])
+            if taking not in best or t < best[taking][0]:
+                best[taking] = (t, shares, h)
+    chosen = best[1]
+    for taking in sorted(best)[1:]:
+        if best[taking][0] < chosen[0] * (1 - SPLIT_MARGIN):
+            chosen = best[taking]
+    return Prediction(chosen[1], chosen[2], chosen[0], best[1][0])
 
 
 # ---- fitting ---------------------------------------------------------------------------------------------
@@ -174,9 +206,11 @@ def fit(samples: Sequence[Sample], count: int) -> Terms:
         return np.array([math.log(max(model_seconds(terms, p, s.shares, s.steps, s.h, s.depth), 1e-9) / s.seconds)
                          for p, s in zip(profiles, samples)])
 
-    start = np.array([1e-4] * count + [0.05] * count + [1e-5, 1e-5])
-    scale = np.array([1e-3] * count + [0.1] * count + [1e-4, 1e-4])
-    found = least_squares(residuals, start, bounds=(0.0, np.inf), x_scale=scale, loss="soft_l1", f_scale=0.1)
+    # g starts where the shared moving binds (above 1 / devices): below it the term has no gradient
+    start = np.array([1e-4] * count + [0.05] * count + [1e-5] * count + [1e-5, 0.2, 0.75])
+    scale = np.array([1e-3] * count + [0.1] * count + [1e-4] * count + [1e-4, 0.2, 0.2])
+    upper = np.array([np.inf] * (3 * count + 1) + [1.0, 1.0])
+    found = least_squares(residuals, start, bounds=(0.0, upper), x_scale=scale, loss="soft_l1", f_scale=0.1)
     return Terms.of_vector(found.x, count)
 
 
@@ -317,7 +351,7 @@ class SystemModel:
             free.remove(i)
             order.append(i)
         return Terms([self.terms.fixed[i] for i in order], [self.terms.slowdown[i] for i in order],
-                     self.terms.step, self.terms.exchange)
+                     [self.terms.step[i] for i in order], self.terms.exchange, self.terms.moved, self.terms.shared)
 
     def to_json(self) -> dict:
         return {"version": VERSION, "device_keys": self.device_keys, "terms": asdict(self.terms),
@@ -331,11 +365,11 @@ class SystemModel:
                 return None
             keys = [str(k) for k in data["device_keys"]]
             t = data["terms"]
-            terms = Terms([float(v) for v in t["fixed"]], [float(v) for v in t["slowdown"]], float(t["step"]),
-                          float(t["exchange"]))
-            values = terms.fixed + terms.slowdown + [terms.step, terms.exchange]
-            if len(terms.fixed) != len(keys) or len(terms.slowdown) != len(keys) or \
-                    not all(math.isfinite(v) and v >= 0 for v in values):
+            terms = Terms([float(v) for v in t["fixed"]], [float(v) for v in t["slowdown"]],
+                          [float(v) for v in t["step"]], float(t["exchange"]), float(t["moved"]), float(t["shared"]))
+            values = terms.fixed + terms.slowdown + terms.step + [terms.exchange, terms.moved, terms.shared]
+            if any(len(v) != len(keys) for v in (terms.fixed, terms.slowdown, terms.step)) or \
+                    not all(math.isfinite(v) and v >= 0 for v in values) or terms.moved > 1 or terms.shared > 1:
                 return None
             samples = [Sample(**s) for s in data.get("samples", [])]
             return SystemModel(keys, terms, float(data["fit_error"]), samples)
