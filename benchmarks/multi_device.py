@@ -7,9 +7,13 @@ Programs: convolution9 and median (one run, NumPy in and out: the transfers coun
 conway iterated `--steps` times (the data stays on the devices; only halos travel). Each device runs
 its own variant: for convolution9 the configurations tuned earlier for the GPU and the CPU
 (benchmarks/results/ground-convolution9-gpu.json, variants-cpu.json) where they are valid on the
-device, else a plain work-group size on a GPU and the naive variant on a CPU. Every split result is
-checked against a single-device run first. Times are wall seconds of the whole call, the median of
---repeats runs after a warm-up, with their spread (min, max).
+device, else a plain work-group size on a GPU and the naive variant on a CPU. Times are wall seconds
+of the whole call, the median of --repeats runs, with their spread (min, max). Each case first
+times an optimised sequential baseline (OpenCV on one thread, else SciPy/NumPy; an iterated
+program's first few steps, scaled), whose output, written from the programs' documented semantics,
+is the reference every device alone and an even split are checked against (which warms them up).
+The sweep skips a split that cannot win (its slowest device's kernel and transfer seconds for its
+rows exceed 1.3x the best so far) and shares --budget-s between the cases.
 
 First the system model (imagecl/runtime/system_model.py) is calibrated on synthetic stencils
 (each device alone, then a sweep of shares), and its predictions are compared on held-out synthetic
@@ -21,8 +25,8 @@ measured); "predicted_system" is system_model.predict from the same profiles and
 terms; "tuned" refines the latter by measuring its neighbours (split_tuning.tune). The ratios come from a final
 confirmation: each device alone, the predicted and tuned splits and the sweep's three fastest timed
 again in --confirm-rounds interleaved rounds; "best" is the fastest of them.
-About 5-6 minutes on a GPU host with --budget-s 240 (calibration about a minute); --quick for a small
-local check.
+About 5-6 minutes on a GPU host with --budget-s 150 (calibration under a minute); --quick for a small
+local check. The report is written after each case, so a run stopped at its limit keeps its cases.
 """
 from __future__ import annotations
 
@@ -101,8 +105,6 @@ def sequential(name: str, args: dict, steps: int | None, cv2=None):
     the devices' outputs are checked against (returns the output). OpenCV's median replicates the
     border where the program mirrors it: its two outer rows and columns are not compared."""
     if cv2 is not None:
-        import cv2 as _  # noqa: F401 - the caller's module
-
         if name == "convolution9":
             return cv2.filter2D(args["input"], -1, np.ascontiguousarray(args["filter"][::-1, ::-1]),
                                 borderType=cv2.BORDER_REPLICATE)
