@@ -195,6 +195,27 @@ def several_outputs_and_caller_outputs() -> None:
     assert np.array_equal(split, single) and (split[-4:] == 7.0).all()
 
 
+def arrays_in_any_order() -> None:
+    """Caller arrays not in C order (a Fortran-ordered input and output, a transposed view, a
+    read-only input) on one device and on several give the single-device call's output, in a new
+    array; the caller's arrays are never written."""
+    devices = all_devices()
+    conv = load("convolution9")
+    img = rng(9).random((40, 48), dtype=np.float32)
+    filt = rng(10).random((9, 9), dtype=np.float32)
+    expected = conv(input=img, filter=filt, device=devices[0])["output"]
+    fortran_in = np.asfortranarray(img)
+    transposed = np.ascontiguousarray(img.T).T  # the same values through a transposed view
+    readonly = img.copy()
+    readonly.flags.writeable = False
+    for given in (fortran_in, transposed, readonly):
+        for chosen in ([devices[0]], devices):
+            out = np.asfortranarray(np.full_like(img, 5.0))
+            got = conv(input=given, filter=filt, output=out, devices=chosen, shares=uneven(len(chosen)))["output"]
+            np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+            assert (out == 5.0).all() and got is not out
+
+
 THREE_D = """
 #pragma imcl grid(input, output)
 #pragma imcl boundary_cond(input:clamped)

@@ -33,7 +33,7 @@ def mixed():
 @pytest.mark.parametrize("case", [
     "conv9_families", "conv9_own_variant_per_device", "conv9_tuned_variant_per_device",
     "boundary_modes_and_thin_bands", "band_with_zero_share", "integer_programs_bit_exact",
-    "several_outputs_and_caller_outputs", "three_d", "three_d_iterate", "data_dependent_reads", "shrunk_halo_is_caught",
+    "several_outputs_and_caller_outputs", "arrays_in_any_order", "three_d", "three_d_iterate", "data_dependent_reads", "shrunk_halo_is_caught",
     "tuned_split_is_used", "conway_iterate", "wrapped_iterate", "heat_iterate", "tuned_h_is_used", "errors",
 ])
 def test_three_pthread_devices(three, case):

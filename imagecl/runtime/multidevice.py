@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ExecutionError
 from .devices import context_and_queue, select_device
+from .memory import Buffer, check_host
 
 SHARE_TOLERANCE = 1e-6
 T = TypeVar("T")
@@ -331,8 +332,16 @@ def _allocate(part: Part, prepared: Any) -> None:
         host = prepared.arrays[name]
         if role == "image":
             dims = part.launch.images[name]
-            part.memory[name] = cl.Image(part.context, mf.READ_ONLY, image_format(host.dtype, host.shape, dims),
-                                         shape=tuple(reversed(host.shape[:dims])))
+
+            def image() -> Any:
+                return cl.Image(part.context, mf.READ_ONLY, image_format(host.dtype, host.shape, dims),
+                                shape=tuple(reversed(host.shape[:dims])))
+
+            try:
+                part.memory[name] = image()
+            except (cl.MemoryError, cl.RuntimeError):  # the pool's idle blocks may hold what it needs
+                pool.free_held()
+                part.memory[name] = image()
         else:
             part.memory[name] = pool.allocate(max(int(host.nbytes), 1))
 
@@ -433,9 +442,12 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
     bands = split_rows(shares, rows, granule)
     reach = reaches(program)
     overwritten = program.overwritten
+    check_host([Buffer(f"output '{n}' {prepared.arrays[n].shape} {prepared.arrays[n].dtype}",
+                       int(prepared.arrays[n].nbytes)) for n in prepared.outputs], "the outputs", copies=1)
+    # new C-ordered arrays (the bands come back as rows, whatever the order of an output passed in);
     # an output the kernel may leave unwritten somewhere (rows past the grid included) keeps its values there
-    results = {n: np.empty_like(prepared.arrays[n]) if n in overwritten else np.array(prepared.arrays[n], copy=True)
-               for n in prepared.outputs}
+    results = {n: np.empty(prepared.arrays[n].shape, prepared.arrays[n].dtype) if n in overwritten
+               else np.array(prepared.arrays[n], order="C", copy=True) for n in prepared.outputs}
     active = [(p, band) for p, band in zip(parts, bands) if band[1] > band[0]]
 
     def drive(part: Part, band: tuple[int, int]) -> tuple[list, list]:
