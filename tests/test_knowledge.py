@@ -122,6 +122,44 @@ def test_ranker_targets_learn_feature_dependent_best(target):
         PairRanker("forest", target="median_of_means")
 
 
+def test_lambdarank_order_learns_feature_dependent_best_and_keeps_the_regressors_times():
+    """order="lambdarank": the candidates come in the ranking model's order (the best wg_x of
+    each case first), never a predicted failure or a refused one, while the predicted seconds,
+    failures and spreads stay the regressor's and the classifier's."""
+    model = PairRanker("forest", target="scaled", launch=False, order="lambdarank").fit(_toy(fail_wide=True), range(40))
+    assert model.ranker is not None
+    plain = PairRanker("forest", target="scaled").fit(_toy(fail_wide=True), range(40))
+    candidates = _candidates([1, 2, 4, 8, 16])
+    for f, best in ((0.1, 2), (0.3, 2), (0.7, 8), (0.9, 8)):
+        order, seconds = model.rank(np.array([f, 0.5]), candidates)
+        assert candidates[order[0], WG_X] == best and 4 not in order
+        np.testing.assert_allclose(seconds, plain.rank(np.array([f, 0.5]), candidates)[1])
+    refused = np.array([False, False, False, True, False])
+    order, _ = model.rank(np.array([0.9, 0.5]), candidates, refused)
+    assert 3 not in order and 4 not in order
+    # the order is the ranking model's (higher scores first), not the predicted times'
+    score = model.ranker.predict(model._pairs(np.array([0.9, 0.5]), candidates))
+    assert list(order) == sorted([0, 1, 2], key=lambda i: -score[i])
+    # the same model whatever the threads, and after pickling
+    import pickle
+
+    threaded = PairRanker("forest", target="scaled", order="lambdarank", n_jobs=2).fit(_toy(fail_wide=True), range(40))
+    again = pickle.loads(pickle.dumps(model))
+    for other in (threaded, again):
+        for f in (0.2, 0.6):
+            np.testing.assert_array_equal(other.rank(np.array([f, 0.5]), candidates)[0],
+                                          model.rank(np.array([f, 0.5]), candidates)[0])
+    with pytest.raises(ValueError, match="unknown order"):
+        PairRanker("forest", order="listnet")
+
+
+def test_a_ranker_pickled_before_the_order_option_ranks_by_time():
+    model = PairRanker("forest").fit(_toy(), range(40))
+    del model.__dict__["order"], model.__dict__["ranker"]  # as unpickled from before the option
+    order, seconds = model.rank(np.array([0.9, 0.5]), _candidates([1, 2, 4, 8]))
+    assert list(order) == list(np.argsort(seconds, kind="stable"))
+
+
 def test_j48_learns_feature_dependent_best():
     data = _toy()
     model = J48Baseline().fit(data, range(40))

@@ -42,7 +42,8 @@ def predict(model: PairRanker, program: Any, device: DeviceFeatures, shape_xyz: 
             candidates: Optional[Sequence[Mapping[str, int]]] = None, refused: Iterable[Mapping[str, int]] = (),
             kernel_work_group_limit: Optional[int] = None, top: Optional[int] = None,
             seed: int = 0) -> list[Prediction]:
-    """`program`'s configurations on `device` at `shape_xyz` (x first), fastest predicted first.
+    """`program`'s configurations on `device` at `shape_xyz` (x first), the model's best first
+    (its ranking; each with the predicted time and chance of failure).
 
     Candidates are the space's valid configurations (all of them, or CANDIDATES drawn at random
     from a larger space), or the given ones that the space accepts. Never returned: what the
@@ -69,7 +70,7 @@ def predict(model: PairRanker, program: Any, device: DeviceFeatures, shape_xyz: 
 
 def seeds(model: PairRanker, program: Any, device: DeviceFeatures, shape_xyz: tuple[int, ...], k: int = 10,
           **kw: Any) -> list[dict]:
-    """The `k` configurations predicted fastest, in order: a strategy's `seeds` option (as
+    """The `k` configurations ranked first, in order: a strategy's `seeds` option (as
     `tuner.live.seeds_from_store` gives it), so that a search measures them first instead of a
     uniform random sample. Keywords as `predict`'s."""
     return [p.config for p in predict(model, program, device, shape_xyz, top=k, **kw)]

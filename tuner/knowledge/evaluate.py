@@ -115,6 +115,8 @@ def make_ranker(spec: str, seed: int = 0) -> PairRanker:
             kw["launch"] = True
         elif option == "relative":
             kw["relative"] = True
+        elif option == "lambdarank":
+            kw["order"] = "lambdarank"
         elif option.startswith("caution="):
             kw["caution"] = float(option.split("=", 1)[1])
         else:

@@ -1,8 +1,8 @@
 """Few-shot tuning: a live search that starts from what the results stores know.
 
 A knowledge model (`PairRanker`) trained on every program, device and size of the stores ranks
-the space of the program being tuned; the strategy measures the configurations predicted fastest
-first (its `seeds`), and its own model sees a spread of those predictions as prior observations
+the space of the program being tuned; the strategy measures the configurations it ranks first
+before any other (its `seeds`), and its own model sees a spread of those predictions as prior observations
 marked by a context input `knowledge` = 1 (measured ones have 0), so that before it has more than
 a handful of measurements it already leans the way the stores point, and its own measurements
 take over as they come (they differ in that input, so a level offset between predicted and
@@ -34,8 +34,8 @@ from .dataset import Dataset, assemble
 from .models import DEFAULT_LAUNCH, DEFAULT_TARGET, PairRanker, live_ranker
 from .sources import Knowledge, gather
 
-MODEL_VERSION = 2  # bump when PairRanker's training changes: older cache entries are then not used
-SEEDS = 10  # configurations predicted fastest that the search measures first
+MODEL_VERSION = 3  # bump when PairRanker's training changes: older cache entries are then not used
+SEEDS = 10  # configurations ranked first that the search measures first
 PSEUDO = 48  # predictions the strategy's model sees as prior observations
 TARGET = DEFAULT_TARGET  # PairRanker's target and launch features: the best in the evaluation
 LAUNCH = DEFAULT_LAUNCH
@@ -146,7 +146,7 @@ def with_knowledge(taken: StoreOptions, store: Optional[Store], run: RunKey, pro
                    seed: int = 0, budget: Optional[int] = None) -> StoreOptions:
     """`taken` (what `tuner.live.store_options` found) with the knowledge model's predictions
     added for a strategy that takes them: its `seeds` start with the `k` configurations
-    predicted fastest and its `prior` gains `pseudo_observations`; with the `budget`, a
+    ranked first and its `prior` gains `pseudo_observations`; with the `budget`, a
     strategy's first sample (`sample_fraction`) grows to hold all `k` seeds where it is smaller. The model learns from the
     `sources` (knowledge folders or stores, `sources.load_source`) and `store`'s records;
     programs are `program` and the .icl `program_files`, devices the knowledge folders' and

@@ -4,7 +4,10 @@
 relative to its case's median (so that the trees spend their splits on what the configuration
 changes, not on how slow a case is overall), a second one the case's median, and a classifier the
 chance that the configuration fails (work-group limits of the built kernel, resources, wrong
-output). `J48Baseline` is OmniTune's baseline: a decision tree from the case's features straight
+output). Its candidates are ordered by the predicted time, or (`order="lambdarank"`) by a
+learning-to-rank model (LightGBM's LambdaRank) trained on each case's configurations graded by
+their share of the case's best: what a zero-shot pick needs is the top of each case's order, which
+a regression of every configuration's time serves only indirectly. `J48Baseline` is OmniTune's baseline: a decision tree from the case's features straight
 to the best configuration seen. Both return only candidates they are given, never a predicted or
 known failure, so what they return is legal in the target's space by construction.
 """
@@ -83,10 +86,15 @@ class _StandardizedNN:
 
 
 TARGETS = ("median", "scaled", "rank")
+ORDERS = ("time", "lambdarank")
+# a configuration's grade in its case for the ranker: how many of these shares of the case's best
+# time it reaches (4: within 2% of the best ... 0: under half its speed)
+GRADES = (0.98, 0.9, 0.75, 0.5)
 # what `train` and the live tuner use: the best in the evaluation
 # (benchmarks/results/knowledge/eval-2026-11-24c-summary.md)
 DEFAULT_TARGET = "scaled"
 DEFAULT_LAUNCH = True
+DEFAULT_ORDER = "lambdarank"
 
 
 class PairRanker:
@@ -101,18 +109,24 @@ counts is which configurations are faster, not by how much). `caution`: candidat
     equally fast the one the trees agree on comes first. `launch`: the regressor and the
     classifier also see `dataset.launch_features` (the launch in the device's own units).
     `relative`: on CPUs the launch's absolute counts are hidden (`dataset.pair_matrix`).
+    `order`: "time" ranks by the predicted time, "lambdarank" by the ranking model (the predicted
+    times, failures and spreads stay the regressor's and the classifier's).
     `n_jobs`: processes for the trees (the same trees whatever the number)."""
 
-    relative = False  # models pickled before the option have none
+    relative = False  # models pickled before the options have none
+    order = "time"
+    ranker = None
 
     def __init__(self, kind: str = "forest", seed: int = 0, target: str = "median", caution: float = 0.0,
-                 n_jobs: int = 1, launch: bool = False, relative: bool = False) -> None:
+                 n_jobs: int = 1, launch: bool = False, relative: bool = False, order: str = "time") -> None:
         if kind not in REGRESSORS:
             raise ValueError(f"unknown regressor '{kind}' (one of {', '.join(REGRESSORS)})")
         if target not in TARGETS:
             raise ValueError(f"unknown target '{target}' (one of {', '.join(TARGETS)})")
+        if order not in ORDERS:
+            raise ValueError(f"unknown order '{order}' (one of {', '.join(ORDERS)})")
         self.kind, self.seed, self.target, self.caution, self.n_jobs = kind, seed, target, float(caution), n_jobs
-        self.launch, self.relative = launch or relative, relative
+        self.launch, self.relative, self.order = launch or relative, relative, order
 
     def fit(self, data: Dataset, cases: Sequence[int]) -> "PairRanker":
         from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
@@ -138,6 +152,7 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         relative = relative / np.array([scales[c] for c in data.case[ok]])
         self.regressor = _regressor(self.kind, self.seed, self.n_jobs).fit(
             data.pair_features(ok, self.launch, self.relative), relative)
+        self.ranker = self._fit_ranker(data, ok) if self.order == "lambdarank" else None
         known = sorted(medians)
         self.level = ExtraTreesRegressor(n_estimators=50, min_samples_leaf=1, random_state=self.seed).fit(
             data.case_features[known], np.array([[medians[c], math.log(scales[c])] for c in known]))
@@ -149,6 +164,33 @@ counts is which configurations are faster, not by how much). `caution`: candidat
                                                    ).fit(data.pair_features(rows, self.launch, self.relative), failed)
         self.always_fails = bool(failed.all())
         return self
+
+    def _fit_ranker(self, data: Dataset, ok: np.ndarray) -> Any:
+        """LambdaRank over each case's successful configurations (a query each), graded by GRADES;
+        None, with a warning, where LightGBM is missing (a source tree run without the package's
+        dependencies): the predicted times order the candidates then."""
+        try:
+            import lightgbm
+        except ImportError:
+            import warnings
+
+            warnings.warn("lightgbm is not installed: the knowledge model ranks by predicted time "
+                          "(pip install lightgbm, a dependency of imagecl, for its ranking model)", stacklevel=3)
+            return None
+
+        rows = ok[np.argsort(data.case[ok], kind="stable")]  # a query's rows together
+        cases, sizes = np.unique(data.case[rows], return_counts=True)
+        best = {c: float(np.min(data.log_time[rows[data.case[rows] == c]])) for c in cases}
+        share = np.exp(np.array([best[c] for c in data.case[rows]]) - data.log_time[rows])
+        grade = sum((share >= g).astype(int) for g in GRADES)
+        # small trees: the ranking must carry to programs and devices the training never had
+        # (benchmarks/results/knowledge/eval-2026-11-28-summary.md)
+        ranker = lightgbm.LGBMRanker(objective="lambdarank", n_estimators=400, learning_rate=0.05, num_leaves=15,
+                                     min_child_samples=5, subsample=0.8, subsample_freq=1, colsample_bytree=0.5,
+                                     lambdarank_truncation_level=10, label_gain=[0, 1, 3, 7, 15],
+                                     random_state=self.seed, n_jobs=self.n_jobs, deterministic=True,
+                                     force_row_wise=True, verbose=-1)  # the same model whatever n_jobs
+        return ranker.fit(data.pair_features(rows, self.launch, self.relative), grade, group=sizes)
 
     def score(self, case_vector: np.ndarray, configs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Predicted seconds and failure probability of each encoded configuration (rows of
@@ -193,15 +235,16 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         if refused is not None:
             keep &= ~refused
         order = np.flatnonzero(keep)
-        return order[np.argsort(seconds[order], kind="stable")], seconds
+        key = seconds if self.ranker is None else -self.ranker.predict(self._pairs(case_vector, configs))
+        return order[np.argsort(key[order], kind="stable")], seconds
 
 
 def live_ranker(kind: str = "forest", seed: int = 0, n_jobs: int = 1, target: str = DEFAULT_TARGET,
-                launch: bool = DEFAULT_LAUNCH) -> PairRanker:
+                launch: bool = DEFAULT_LAUNCH, order: str = DEFAULT_ORDER) -> PairRanker:
     """The ranker every live consumer trains (`train`, `imagecl tune --knowledge` through
     fewshot, `imagecl serve`): one recipe, so that a prediction does not depend on which of
     them made it. `n_jobs` changes only the speed."""
-    return PairRanker(kind, seed, target=target, n_jobs=n_jobs, launch=launch)
+    return PairRanker(kind, seed, target=target, n_jobs=n_jobs, launch=launch, order=order)
 
 
 def portable_distance(targets: np.ndarray, wanted: np.ndarray) -> np.ndarray:
