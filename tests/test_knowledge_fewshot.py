@@ -214,7 +214,7 @@ def test_tune_measures_the_predicted_configurations_first(sobel, cl_device, tmp_
         return [r.config for r in mine[1:]], result.stderr  # the first is the default configuration
 
     seeded, stderr = first_measured("--knowledge", str(knowledge_db))
-    assert "predicted fastest by a model of 80 measurements" in stderr
+    assert "ranked first by a model of 80 measurements" in stderr
     assert len(seeded) >= 3 and all(_area(c) <= 2 for c in seeded), seeded
     plain, stderr = first_measured("--knowledge", str(knowledge_db), "--no-knowledge")
     assert "predicted fastest" not in stderr

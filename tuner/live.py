@@ -226,7 +226,7 @@ def store_messages(info: Mapping[str, Any], db: Any) -> list[str]:
     knowledge = info.get("knowledge")
     if knowledge and knowledge.get("seeds"):
         how = "loaded from the cache" if knowledge["cached"] else f"trained in {knowledge['train_seconds']:.1f} s"
-        lines.append(f"starting from the {knowledge['seeds']} configurations predicted fastest by a model of "
+        lines.append(f"starting from the {knowledge['seeds']} configurations ranked first by a model of "
                      f"{knowledge['measurements']:,} measurements ({knowledge['programs']} programs on "
                      f"{knowledge['devices']} devices, {knowledge['cases']} cases; {how})")
     return lines
