@@ -77,8 +77,6 @@ def _pool(target: Target) -> Any:
     downloaded (blocking, after the kernel) and dropped within the call, so a block returns to
     the pool only when nothing on the device uses it any more, and the next call takes it
     without allocating."""
-    import pyopencl.tools as cl_tools
-
     return memory_pool(target.context, target.queue)
 
 
