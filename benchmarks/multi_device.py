@@ -103,47 +103,45 @@ def sequential(name: str, args: dict, steps: int | None, cv2=None):
     """The optimised sequential baseline: OpenCV on one thread (`cv2`), else SciPy's C filters and
     NumPy. Written from the programs' documented semantics, it is also the independent reference
     the devices' outputs are checked against (returns the output). OpenCV's median replicates the
-    border where the program mirrors it: its two outer rows and columns are not compared."""
-    if cv2 is not None:
-        if name == "convolution9":
-            return cv2.filter2D(args["input"], -1, np.ascontiguousarray(args["filter"][::-1, ::-1]),
-                                borderType=cv2.BORDER_REPLICATE)
-        if name == "median":
-            return cv2.medianBlur(args["input"], 5)
-        u = args["input"]
-        if name == "heat":
-            a = float(args["alpha"])
-            stencil = np.array([[0, a, 0], [a, 1 - 4 * a, a], [0, a, 0]], np.float32)
-            for _ in range(steps or 1):
-                u = cv2.filter2D(u, -1, stencil, borderType=cv2.BORDER_REPLICATE)
-            return u
-        if name == "conway":
-            ring = np.ones((3, 3), np.float32)
-            ring[1, 1] = 0
-            for _ in range(steps or 1):
-                count = cv2.filter2D(u.astype(np.float32), -1, ring, borderType=cv2.BORDER_CONSTANT)
-                u = ((count == 3) | ((u == 1) & (count == 2))).astype(np.int8)
-            return u
+    border where the program mirrors it: its two outer rows and columns are not compared
+    (`reference_border`)."""
     from scipy import ndimage
 
     if name == "convolution9":
+        if cv2 is not None:
+            return cv2.filter2D(args["input"], -1, np.ascontiguousarray(args["filter"][::-1, ::-1]),
+                                borderType=cv2.BORDER_REPLICATE)
         return ndimage.convolve(args["input"], args["filter"], mode="nearest")
     if name == "median":
+        if cv2 is not None:
+            return cv2.medianBlur(args["input"], 5)
         return ndimage.median_filter(args["input"], size=5, mode="mirror")
+    if name not in ("heat", "conway"):
+        raise ValueError(name)
     u = args["input"]
     for _ in range(steps or 1):
-        if name == "heat":
-            p = np.pad(u, 1, mode="edge")
-            u = u + np.float32(args["alpha"]) * (p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:]
-                                                 - np.float32(4.0) * u)
-        elif name == "conway":
-            p = np.pad(u.astype(np.int16), 1)
-            count = sum(p[1 + dy:p.shape[0] - 1 + dy, 1 + dx:p.shape[1] - 1 + dx]
-                        for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx)
-            u = ((count == 3) | ((u == 1) & (count == 2))).astype(np.int8)
-        else:
-            raise ValueError(name)
+        u = _heat_step(u, float(args["alpha"]), cv2) if name == "heat" else _conway_step(u, cv2)
     return u
+
+
+def _heat_step(u: np.ndarray, alpha: float, cv2) -> np.ndarray:
+    if cv2 is not None:
+        stencil = np.array([[0, alpha, 0], [alpha, 1 - 4 * alpha, alpha], [0, alpha, 0]], np.float32)
+        return cv2.filter2D(u, -1, stencil, borderType=cv2.BORDER_REPLICATE)
+    p = np.pad(u, 1, mode="edge")
+    return u + np.float32(alpha) * (p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:] - np.float32(4.0) * u)
+
+
+def _conway_step(u: np.ndarray, cv2) -> np.ndarray:
+    if cv2 is not None:
+        ring = np.ones((3, 3), np.float32)
+        ring[1, 1] = 0
+        count = cv2.filter2D(u.astype(np.float32), -1, ring, borderType=cv2.BORDER_CONSTANT)
+    else:
+        p = np.pad(u.astype(np.int16), 1)
+        count = sum(p[1 + dy:p.shape[0] - 1 + dy, 1 + dx:p.shape[1] - 1 + dx]
+                    for dy in (-1, 0, 1) for dx in (-1, 0, 1) if dy or dx)
+    return ((count == 3) | ((u == 1) & (count == 2))).astype(np.int8)
 
 
 def one_thread_opencv():
@@ -159,11 +157,10 @@ def one_thread_opencv():
 SEQUENTIAL_STEPS = 4  # an iterated program's sequential baseline times this many steps, scaled to the rest
 
 
-def timed_sequential(name: str, args: dict, steps: int | None, repeats: int) -> dict:
+def timed_sequential(name: str, args: dict, steps: int | None, repeats: int, cv2) -> dict:
     """The sequential baseline's wall time: the median of `repeats` runs (one when a run takes over
     a second); an iterated program's steps cost the same each, so SEQUENTIAL_STEPS of them are
     timed and scaled to `steps`."""
-    cv2 = one_thread_opencv()
     timed_steps = min(steps, SEQUENTIAL_STEPS) if steps else None
     runs = []
     while len(runs) < (1 if runs and runs[0] > 1.0 else repeats):
@@ -175,10 +172,15 @@ def timed_sequential(name: str, args: dict, steps: int | None, repeats: int) -> 
             "timed_steps": timed_steps}
 
 
-def check_output(name: str, got: dict, reference: np.ndarray, what: str) -> None:
+def reference_border(name: str, cv2) -> int:
+    """Rows and columns at each edge where the sequential reference's border differs from the program's."""
+    return 2 if name == "median" and cv2 is not None else 0
+
+
+def check_output(name: str, got: dict, reference: np.ndarray, border: int, what: str) -> None:
     out, ref = got["output"], reference
-    if name == "median" and one_thread_opencv() is not None:
-        out, ref = out[2:-2, 2:-2], ref[2:-2, 2:-2]
+    if border:
+        out, ref = out[border:-border, border:-border], ref[border:-border, border:-border]
     if ref.dtype.kind == "f":
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4, err_msg=f"{name}: {what}")
     else:
@@ -188,8 +190,8 @@ def check_output(name: str, got: dict, reference: np.ndarray, what: str) -> None
 def pruned_sweep(candidates: list, profiles: list, iterate: bool, steps: int, slack: float = 1.3):
     """The sweep's splits, those the analytic model puts fastest first, each paired with a lower
     bound on its time: the slowest taking part device's kernel and transfer seconds for its rows,
-    which running beside others can only lengthen. A split whose bound
-    exceeds `slack` times the best time measured so far cannot win and is skipped."""
+    which running beside others can only lengthen. A split whose bound exceeds `slack` times the
+    best time measured so far cannot win and is skipped."""
     def bound(shares):  # an iterated program moves its band once, and runs its kernel at every step
         return max((s * (p.kernel * (steps if iterate else 1) + p.transfer) for s, p in zip(shares, profiles) if s > 0),
                    default=0.0)
@@ -221,14 +223,15 @@ def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps:
     result = {"singles": [], "sweep": []}
     # the sequential baseline, timed first (on a quiet host); its output (of SEQUENTIAL_STEPS steps for
     # an iterated program) checks every device alone and an even split, which also warms them up
-    result["sequential"] = timed_sequential(name, args, steps, repeats)
+    cv2 = one_thread_opencv()
+    result["sequential"] = timed_sequential(name, args, steps, repeats, cv2)
     check_steps = min(steps, SEQUENTIAL_STEPS) if iterate else None
-    reference = sequential(name, args, check_steps, one_thread_opencv())
+    reference = sequential(name, args, check_steps, cv2)
     even = [1 / len(devices)] * len(devices)
     for shares in singles + [even]:
         got = (multidevice.iterate(prog, check_steps, args, devices, shares, 2, configs) if iterate
                else call(shares))
-        check_output(name, got, reference, f"shares {shares}")
+        check_output(name, got, reference, reference_border(name, cv2), f"shares {shares}")
     h0 = 1 if iterate else None
     for j, shares in enumerate(singles):
         result["singles"].append({"device": devices[j].name.strip(), "shares": shares, "h": h0,
@@ -265,6 +268,7 @@ def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps:
             continue
         result["sweep"].append({"shares": shares, "h": h, **timed(lambda: call(shares, h), repeats)})
         best_so_far = min(best_so_far, result["sweep"][-1]["median_s"])
+    result["sweep_seconds"] = time.time() - sweep_started
     if samples is not None and len(devices) == 2:
         # judged on the sweep (no confirmation round): the swept time at the nearest share (best h),
         # over the sweep's best, beside the analytic and system model's shares judged alike
@@ -284,7 +288,6 @@ def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps:
                                   for name, v in learned.items()}
         for name, shares in (("analytic", predicted), ("system_model", found.shares)):
             result["on_the_sweep"][name] = {"shares": shares, "share_of_best": best_swept / swept(shares)}
-    result["sweep_seconds"] = time.time() - sweep_started
     confirmed = confirm(call, result, confirm_rounds)
     result["confirmed"] = confirmed
     singles_c = [c for c in confirmed if c["role"] == "single"]

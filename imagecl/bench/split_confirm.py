@@ -22,11 +22,11 @@ def confirm(call: Callable[[list[float], Optional[int]], Any], result: dict, rou
     # the same split under several roles (the prediction is often "the GPU alone", which is also a
     # single and a sweep leader) is timed once and shares its times: separate medians of one split
     # differ by the host's noise, and the least of them would make the split look slower than itself
-    runs: dict[tuple, list[float]] = {split_identity(c["shares"], c["h"]): [] for c in candidates}
     # each split called with its first candidate's own shares: the identity's rounded ones may not sum to 1
-    exact = {}
+    exact: dict[tuple, list[float]] = {}
     for c in candidates:
         exact.setdefault(split_identity(c["shares"], c["h"]), list(c["shares"]))
+    runs: dict[tuple, list[float]] = {key: [] for key in exact}
     for _ in range(rounds):
         for key, times in runs.items():
             start = time.perf_counter()

@@ -72,8 +72,8 @@ def plain_code(space: Any, tiles: int) -> dict[str, int]:
     as `tiles` says where the space allows it."""
     from ... import choices as ch
 
-    values: dict[str, int] = dict(getattr(space, "full_unroll", {}))
-    tile_names = set(getattr(space, "tiles", ()))
+    values: dict[str, int] = dict(space.full_unroll)
+    tile_names = set(space.tiles)
     for p in space.parameters:
         if p.name in tile_names:
             values[p.name] = tiles if tiles in p.values else p.values[0]
