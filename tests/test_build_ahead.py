@@ -310,6 +310,35 @@ def test_a_quiet_pool_waits_for_queued_builds_and_kills_stuck_ones(tmp_path):
     assert time.time() - t < 3.0
 
 
+
+def test_a_quiet_pool_started_again_keeps_what_was_announced(tmp_path, monkeypatch):
+    """A round announced when the quiet pool has no builders (none started yet, or killed by
+    `settle` with a late round) starts the pool and builds in it; the announced builds beyond the
+    round wait for the next one. Starting the pool used to drop them mid-round (a KeyError that
+    ended a CPU tuning run)."""
+    import concurrent.futures
+
+    from imagecl.tuner import pipeline
+    from imagecl.tuner.buildcache import BuildCache
+
+    class Threads(concurrent.futures.ThreadPoolExecutor):  # builders in threads: _build_job stays patched
+        def __init__(self, max_workers, mp_context=None, initializer=None):
+            super().__init__(max_workers)
+
+    built = []
+    monkeypatch.setattr(pipeline.concurrent.futures, "ProcessPoolExecutor", Threads)
+    monkeypatch.setattr(pipeline, "_build_job", lambda device, cache, name, job, marks: built.append(name) or
+                        pipeline.Built("built"))
+    monkeypatch.setattr(pipeline, "kill_pool", lambda pool: pool.shutdown(wait=True, cancel_futures=True))
+    quiet = BuildPipeline(BuildCache(tmp_path / "cache"), 0, "d", "v", workers=1, keep=True, quiet=True)
+    for round_ in range(2):  # the pool never started, then the pool killed (a late round at settle)
+        names = [f"{round_}-a", f"{round_}-b", f"{round_}-c"]
+        assert quiet.announce({name: None for name in names}) == 3
+        assert [quiet.take(name).status for name in names] == ["built"] * 3
+        assert built[-3:] == names and quiet.counts["rounds"] == 3 * (round_ + 1)
+        quiet._stop(kill=True)
+    assert quiet.starts == 2
+
 def _union_sample(problem, n, rng):  # sample_matrix's rejection sampling as it was: one union1d per draw
     chosen = np.zeros(0, dtype=np.int64)
     for _ in range(64):

@@ -150,7 +150,9 @@ class BuildPipeline:
     def _start(self, count: int) -> concurrent.futures.ProcessPoolExecutor:
         if self.pool is not None and not getattr(self.pool, "_broken", False):
             return self.pool  # kept from an earlier call
+        waiting = dict(self._waiting)  # a quiet pool's announced builds not in a round yet: the new pool builds them
         self._stop(kill=True)
+        self._waiting = waiting
         context = multiprocessing.get_context("spawn")
         size = self.workers if self.keep else max(1, min(self.workers, count))
         self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=size, mp_context=context,
