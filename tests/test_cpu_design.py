@@ -140,6 +140,40 @@ def test_cpu_seeds_of_an_imagecl_space_name_the_plain_code_the_study_timed():
         assert space.complete(seed) == seed
 
 
+@pytest.mark.parametrize("key", ["conv3d", "bilateral"])
+def test_cpu_seeds_of_a_3d_space_stage_the_input_and_name_every_axis(key):
+    """A 3-D grid takes CPU_SEEDS_3D: every seed stages its input in local memory (direct reads
+    leave the border work-groups, most of them at 128^3, to the scalar path) and names its points
+    and work-group along z; each is a whole, valid configuration of the program's space."""
+    import imagecl
+    from imagecl import choices as ch
+    from imagecl.bench.peer_workloads import all_workloads
+    from imagecl.runtime.devices import select_device
+    from imagecl.tuner.live import LiveProblem
+    from imagecl.tuner.strategies.design import CPU_SEEDS_3D, code_shape_seeds
+
+    class Measurer:
+        device = select_device("cpu")
+
+        def stored(self):
+            return {}
+
+    workload = next(w for w in all_workloads() if w.key == key)
+    program = imagecl.compile(workload.source, f"<{key}>")
+    space = program.space_for(Measurer.device, (128, 128, 128))
+    seeds = code_shape_seeds(LiveProblem(space, Measurer()))
+    assert len(seeds) == len(CPU_SEEDS_3D)
+    shape = ("vector_x", "px_x", "px_y", "px_z", "wg_x", "wg_y", "wg_z", "interior")
+    for seed, study in zip(seeds, CPU_SEEDS_3D):
+        assert {k: seed[k] for k in shape} == {k: study[k] for k in shape}
+        assert seed["local_input"] == 1 and seed["image_input"] == 0
+        assert all(seed[p.name] == space.full_unroll[p.name] for p in space.parameters if p.name in space.full_unroll)
+        # the compiler's whole configuration; the program's own tunables (bilateral's) are drawn
+        assert set(seed) == {p.name for p in space.parameters if p.family is not ch.TUNABLE}
+        whole = space.complete(seed)
+        assert {k: whole[k] for k in seed} == seed
+        assert space.valid_mask({k: np.array([v]) for k, v in whole.items()})[0], seed
+
 def test_device_kind_of_an_opencl_device():
     from imagecl.runtime.devices import select_device
 

@@ -47,17 +47,31 @@ CPU_SEEDS = ({"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "wg_x": 1, "w
              {"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "wg_x": 4, "wg_y": 4, "tiles": 1},
              {"interior": 1, "vector_x": 2, "px_x": 64, "px_y": 1, "wg_x": 1, "wg_y": 8, "tiles": 0})
 
+# the same for a 3-D grid, where every seed stages its input in local memory: the fast path runs
+# only where a work-group's block and its halo lie inside the images, unless the input is staged
+# (then only the tile's fill needs the halo), and at 128^3 a block 32 wide with direct reads
+# leaves more than half the work-groups to the scalar path at the border: on the 2-core EPYC,
+# 18-27 ms against 2.6-4.4 ms for conv3d 128^3 and 116 ms against 11-13 ms for bilateral 64^3
+# with the same shapes (BENCHMARKS.md, issue 23). Fastest there first; 8 planes a work-item.
+CPU_SEEDS_3D = ({"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 2, "px_z": 8, "wg_x": 2, "wg_y": 4, "wg_z": 1,
+                 "tiles": 1},
+                {"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "px_z": 8, "wg_x": 4, "wg_y": 4, "wg_z": 2,
+                 "tiles": 1},
+                {"interior": 1, "vector_x": 2, "px_x": 16, "px_y": 4, "px_z": 8, "wg_x": 4, "wg_y": 4, "wg_z": 1,
+                 "tiles": 1})
+
 
 def code_shape_seeds(problem: Problem) -> list[dict[str, int]]:
-    """CPU_SEEDS as configurations of `problem`, where its space has vector code (none otherwise:
-    without it these shapes mean nothing): each seed's shape, and where `problem` has an imagecl
-    space, loops unrolled fully and arrays read from plain buffers (`plain_code`)."""
+    """CPU_SEEDS (CPU_SEEDS_3D for a 3-D grid) as configurations of `problem`, where its space
+    has vector code (none otherwise: without it these shapes mean nothing): each seed's shape,
+    and where `problem` has an imagecl space, loops unrolled fully and arrays read from plain
+    buffers (`plain_code`)."""
     names = problem.names
     if "vector_x" not in names or 2 not in problem.parameters[names.index("vector_x")].values:
         return []
     space = getattr(problem, "space", None)
     seeds = []
-    for seed in CPU_SEEDS:
+    for seed in CPU_SEEDS_3D if "px_z" in names else CPU_SEEDS:
         shape = {k: v for k, v in seed.items() if k != "tiles"}
         code = plain_code(space, seed["tiles"]) if space is not None else {}
         seeds.append({k: v for k, v in {**code, **shape}.items() if k in names})
