@@ -89,8 +89,7 @@ def launch_features(case_rows: np.ndarray, config_rows: np.ndarray) -> np.ndarra
     On a CPU a work-group runs as a loop on one core, so these are what its best launch follows;
     on other devices they are 0 (a GPU's compute units hold many work-groups at once, and there
     the ratios made held-out sizes worse: eval-2026-11-24c-summary.md)."""
-    offset = case_rows.shape[1] - len(size_names()) - len(_DEVICE)
-    device = case_rows[:, offset:offset + len(_DEVICE)]
+    device = _device_block(case_rows)
     cpu = device[:, _DEVICE.index("is_cpu")] > 0
     units = np.maximum(device[:, _DEVICE.index("compute_units")], 1.0)
     lanes = units * np.maximum(device[:, _DEVICE.index("preferred_vector_width_float")], 1.0)
@@ -107,9 +106,27 @@ def launch_features(case_rows: np.ndarray, config_rows: np.ndarray) -> np.ndarra
 ABSOLUTE_LAUNCH = ("work_groups", "work_items")
 
 
-def _cpu(case_rows: np.ndarray) -> np.ndarray:
+def _device_block(case_rows: np.ndarray) -> np.ndarray:
+    """The device's columns of case rows (program, device and size features, in that order)."""
     offset = case_rows.shape[1] - len(size_names()) - len(_DEVICE)
-    return case_rows[:, offset + _DEVICE.index("is_cpu")] > 0
+    return case_rows[:, offset:offset + len(_DEVICE)]
+
+
+def device_value(case_vector: np.ndarray, name: str) -> Optional[float]:
+    """One device feature (`features.device` names) of one case's vector; None for a vector too
+    short to hold a device's and a size's features (hand-made vectors of a few features)."""
+    if len(case_vector) < len(_DEVICE) + len(size_names()):
+        return None
+    return float(_device_block(case_vector[None, :])[0, _DEVICE.index(name)])
+
+
+def config_column(config_rows: np.ndarray, name: str) -> np.ndarray:
+    """One configuration feature (`features.config` names) of encoded configuration rows."""
+    return config_rows[:, _CONFIG.index(name)]
+
+
+def _cpu(case_rows: np.ndarray) -> np.ndarray:
+    return _device_block(case_rows)[:, _DEVICE.index("is_cpu")] > 0
 
 
 def pair_matrix(case_rows: np.ndarray, config_rows: np.ndarray, launch: bool = False,

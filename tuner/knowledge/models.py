@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .dataset import Dataset, pair_matrix
+from .dataset import Dataset, config_column, device_value, pair_matrix
 
 _NORMAL = NormalDist()
 # predicted failure probability above which a candidate is left out: strict, because seeds are
@@ -228,15 +228,30 @@ counts is which configurations are faster, not by how much). `caution`: candidat
 
     def rank(self, case_vector: np.ndarray, configs: np.ndarray, refused: Optional[np.ndarray] = None
              ) -> tuple[np.ndarray, np.ndarray]:
-        """Candidate indices fastest first, without predicted failures or `refused` (a mask);
-        and the predicted seconds of all candidates."""
+        """Candidate indices fastest first, without predicted failures or `refused` (a mask), on a
+        CPU those that leave cores idle after the others (`fills_the_cores`); and the predicted
+        seconds of all candidates."""
         seconds, p_fail = self.score(case_vector, configs)
         keep = p_fail <= FAIL_THRESHOLD
         if refused is not None:
             keep &= ~refused
         order = np.flatnonzero(keep)
         key = seconds if self.ranker is None else -self.ranker.predict(self._pairs(case_vector, configs))
-        return order[np.argsort(key[order], kind="stable")], seconds
+        order = order[np.argsort(key[order], kind="stable")]
+        return order[np.argsort(~fills_the_cores(case_vector, configs[order]), kind="stable")], seconds
+
+
+def fills_the_cores(case_vector: np.ndarray, configs: np.ndarray) -> np.ndarray:
+    """Per encoded configuration of one case: whether its launch has at least one work-group per
+    compute unit, or the device is not a CPU. A CPU runs a work-group as a loop on one core, so a
+    launch of fewer leaves cores idle whatever the code. The models cannot learn that for a CPU
+    with more cores than those in their stores: with the 16-core Xeon held out (the 2-core EPYC
+    the only CPU left) they picked launches that kept 4 of its 16 cores busy. `rank` puts such
+    candidates after the others (BENCHMARKS.md, issue 17)."""
+    is_cpu, units = device_value(case_vector, "is_cpu"), device_value(case_vector, "compute_units")
+    if not is_cpu or units is None:  # a GPU, or a vector without a device's features
+        return np.ones(len(configs), dtype=bool)
+    return config_column(configs, "work_groups") >= units
 
 
 def live_ranker(kind: str = "forest", seed: int = 0, n_jobs: int = 1, target: str = DEFAULT_TARGET,
