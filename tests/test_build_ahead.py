@@ -310,7 +310,6 @@ def test_a_quiet_pool_waits_for_queued_builds_and_kills_stuck_ones(tmp_path):
     assert time.time() - t < 3.0
 
 
-
 def test_a_quiet_pool_started_again_keeps_what_was_announced(tmp_path, monkeypatch):
     """A round announced when the quiet pool has no builders (none started yet, or killed by
     `settle` with a late round) starts the pool and builds in it; the announced builds beyond the
@@ -338,6 +337,7 @@ def test_a_quiet_pool_started_again_keeps_what_was_announced(tmp_path, monkeypat
         assert built[-3:] == names and quiet.counts["rounds"] == 3 * (round_ + 1)
         quiet._stop(kill=True)
     assert quiet.starts == 2
+
 
 def _union_sample(problem, n, rng):  # sample_matrix's rejection sampling as it was: one union1d per draw
     chosen = np.zeros(0, dtype=np.int64)

@@ -174,6 +174,7 @@ def test_cpu_seeds_of_a_3d_space_stage_the_input_and_name_every_axis(key):
         assert {k: whole[k] for k in seed} == seed
         assert space.valid_mask({k: np.array([v]) for k, v in whole.items()})[0], seed
 
+
 def test_device_kind_of_an_opencl_device():
     from imagecl.runtime.devices import select_device
 
