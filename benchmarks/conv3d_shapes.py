@@ -168,7 +168,8 @@ def pick_device(kind: str) -> cl.Device:
     raise SystemExit(f"no OpenCL device matches {kind!r}")
 
 
-def time_kernel(queue, kernel, global_size, local_size, args, repeats: int) -> float:
+def time_kernel(queue: cl.CommandQueue, kernel: cl.Kernel, global_size: tuple, local_size: "tuple | None",
+                args: tuple, repeats: int) -> float:
     kernel(queue, global_size, local_size, *args).wait()
     times = []
     for _ in range(repeats):
@@ -178,14 +179,16 @@ def time_kernel(queue, kernel, global_size, local_size, args, repeats: int) -> f
     return float(np.median(times))
 
 
-def main(argv=None) -> int:
+def main(argv: "list[str] | None" = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="nvidia")
-    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--size", type=int, default=256, help="the volume's side (a multiple of 16, at most 1024: 32-bit offsets)")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--out")
     args = parser.parse_args(argv)
     n = args.size
+    if not 16 <= n <= 1024 or n % 16:
+        parser.error("--size: a multiple of 16 from 16 to 1024")
     device = pick_device(args.device)
     context = cl.Context([device])
     queue = cl.CommandQueue(context, properties=cl.command_queue_properties.PROFILING_ENABLE)
@@ -203,6 +206,12 @@ def main(argv=None) -> int:
     results = []
 
     def run(name, options, kernel_name, global_size, local_size, extra):
+        if any(g == 0 for g in global_size) or (local_size is not None and
+                                                 any(g % l for g, l in zip(global_size, local_size))):
+            results.append({"shape": name, "error": "the grid does not divide into these work-groups"})
+            return
+        # NaN in every element first: a shape that leaves an element unwritten fails the check
+        cl.enqueue_fill_buffer(queue, d_out, np.float32(np.nan), 0, volume.nbytes).wait()
         try:
             program = cl.Program(context, SOURCE.format(N=n)).build(options=options)
         except cl.Error as e:
@@ -224,6 +233,8 @@ def main(argv=None) -> int:
         results.append(record)
 
     run("copy (float4)", "-DNZ=1 -DWX=1 -DWY=1", "copy4", (n ** 3 // 4,), (256,), ())
+    if "ms" not in results[0]:
+        raise SystemExit(f"the copy kernel did not run: {results[0]['error']}")
     copy_seconds = results[0]["ms"] * 1e-3
     for wg in [(32, 4, 1), (32, 8, 1), (64, 4, 1), (128, 2, 1), (256, 1, 1), (32, 4, 2), None]:
         run(f"point wg {wg}", "-DNZ=1 -DWX=1 -DWY=1", "point", (n, n, n), wg, (d_f,))

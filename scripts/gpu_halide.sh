@@ -11,12 +11,15 @@
 # back to back (the machine is given back after 30 s idle):
 #
 #     run(command="bash .gpu-halide/setup.sh", carry=[".gpu-halide/a", ".gpu-halide/setup.sh"])
-#     run(command="bash .gpu/setup.sh && bash .gpu-halide/setup.sh && \
+#     run(command="bash .gpu/setup.sh && bash .gpu-halide/setup.sh --complete && \
 #                  export PYTHONPATH=$PWD:/tmp/halide-site ... && python3 benchmarks/peers.py ...",
 #         carry=[".gpu", ".gpu-halide/b", ".gpu-halide/setup.sh"])
 #
-# Each call copies its part to /tmp/halide-parts; the second unpacks both into /tmp/halide-site.
+# Each call copies its part to /tmp/halide-parts; the second unpacks both into /tmp/halide-site
+# (with --complete it fails if the first part is gone: the machine was given back in between).
+# Sizes: a part is at most 26 MiB; with the tracked tree and .gpu, about 59 MB of the 64 MiB.
 set -euo pipefail
+cd "$(git rev-parse --show-toplevel 2>/dev/null || pwd)"
 version="${HALIDE_VERSION:-21.0.0}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -28,19 +31,19 @@ mkdir -p "$work/x"
 rm -rf "$work/x/halide/bin" "$work/x/halide/include" "$work/x/halide/share" "$work/x/halide/lib64/cmake" \
   "$work/x"/halide/lib64/*.a "$work/x"/halide-*.data
 xz -T0 -9 "$work/x/halide/lib64/libHalide.so"
-rm -rf .gpu-halide && mkdir -p .gpu-halide/a .gpu-halide/b
-if gitdir=$(git rev-parse --git-dir 2>/dev/null); then
-  mkdir -p "$gitdir/info"
-  grep -qx '/.gpu-halide/' "$gitdir/info/exclude" 2>/dev/null || echo '/.gpu-halide/' >> "$gitdir/info/exclude"
-fi
 (cd "$work/x" && tar cf - halide halide-*.dist-info) | split -b 26M - "$work/part."
+if [ ! -e "$work/part.ab" ] || [ -e "$work/part.ac" ]; then
+  echo "Halide $version does not make two parts of at most 26 MiB: change the split" >&2
+  exit 1
+fi
+rm -rf .gpu-halide && mkdir -p .gpu-halide/a .gpu-halide/b  # git-ignored (.gitignore)
 mv "$work/part.aa" .gpu-halide/a/
 mv "$work/part.ab" .gpu-halide/b/
-[ ! -e "$work/part.ac" ] || { echo "Halide no longer fits two parts of 26 MB" >&2; exit 1; }
 cat > .gpu-halide/setup.sh <<'EOF'
 #!/usr/bin/env bash
 # On the GPU host: copies the part this call carries to /tmp/halide-parts; once both parts are
-# there, unpacks Halide into /tmp/halide-site (put it on PYTHONPATH).
+# there, unpacks Halide into /tmp/halide-site (put it on PYTHONPATH). --complete: fail unless
+# Halide is unpacked after this call.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mkdir -p /tmp/halide-parts
@@ -50,6 +53,13 @@ if [ -e /tmp/halide-parts/part.aa ] && [ -e /tmp/halide-parts/part.ab ] \
   mkdir -p /tmp/halide-site && cat /tmp/halide-parts/part.* | tar xf - -C /tmp/halide-site
   xz -d -T0 /tmp/halide-site/halide/lib64/libHalide.so.xz
 fi
-ls /tmp/halide-site/halide/lib64 2>/dev/null || echo "halide: one part so far"
+if [ -e /tmp/halide-site/halide/lib64/libHalide.so ]; then
+  echo "halide: unpacked in /tmp/halide-site"
+elif [ "${1:-}" = "--complete" ]; then
+  echo "halide: only $(ls /tmp/halide-parts | tr '\n' ' ')here; carry the other part in the call before" >&2
+  exit 1
+else
+  echo "halide: one part so far"
+fi
 EOF
 du -sh .gpu-halide/a .gpu-halide/b

@@ -13,10 +13,9 @@ import pytest
 import imagecl
 from imagecl.features import CONFIG_FIELDS, DeviceFeatures, encode_config, size_names
 from imagecl.tuner.knowledge import J48Baseline, PairRanker, assemble, device_from_json, predict, seeds
-from imagecl.tuner.knowledge.dataset import LAUNCH_FIELDS, Dataset, case_vector, encode, launch_features, \
-    limits_from_features, pair_matrix
-from imagecl.tuner.knowledge.models import fills_the_cores
+from imagecl.tuner.knowledge.dataset import LAUNCH_FIELDS, Dataset, launch_features, limits_from_features, pair_matrix
 from imagecl.tuner.knowledge.evaluate import best_single, case_result, evaluate_split, summarize
+from imagecl.tuner.knowledge.models import fills_the_cores
 from imagecl.tuner.store import Record, canonical_config, text_hash
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,13 +197,7 @@ def test_predict_returns_only_legal_configurations(sobel, device):
         assert p.config.get("wg_x", 1) * p.config.get("wg_y", 1) <= 64
         assert space.complete(p.config) == p.config  # valid in the device's space
         assert p.p_fail <= 0.5
-    # fastest first among the launches that fill the CPU's cores, then the others (fills_the_cores)
-    encoded, _ = encode(sobel, device, (64, 64), [p.config for p in out])
-    filled = list(fills_the_cores(case_vector(sobel, device, (64, 64)), encoded))
-    assert filled == sorted(filled, reverse=True)
-    for part in (True, False):
-        seconds = [p.seconds for p, f in zip(out, filled) if f == part]
-        assert seconds == sorted(seconds)
+    assert [p.seconds for p in out] == sorted(p.seconds for p in out)  # trained on this CPU: the model's order
     # given candidates: the refused one is among them and still never returned
     ok = [r.config for r in records if r.status == "ok"]
     given = predict(model, sobel, device, (64, 64), candidates=ok, refused=refused)
@@ -334,8 +327,8 @@ def test_launch_features_carry_the_best_launch_to_a_larger_device():
     candidates = _launch_encodings([1, 2, 4, 8, 16, 32, 64])
     sixteen = _launch_case(16, 8, 0.5)  # a device with compute units unlike any in training
     with_launch = PairRanker("forest", target="scaled", launch=True).fit(data, range(len(data.cases)))
-    order, _ = with_launch.rank(sixteen, candidates)
-    assert candidates[order[0], FIELDS.index("work_groups")] == 16
+    seconds, _ = with_launch.score(sixteen, candidates)  # the trees' own pick (rank adds fills_the_cores)
+    assert candidates[np.argmin(seconds), FIELDS.index("work_groups")] == 16
     # without them the trees can only copy a device they saw (8 or 32 units): their own times
     # (rank would put the 8-group launch after those that fill the 16 units: fills_the_cores)
     plain = PairRanker("forest", target="scaled").fit(data, range(len(data.cases)))
@@ -346,25 +339,33 @@ def test_launch_features_carry_the_best_launch_to_a_larger_device():
 def test_a_cpu_launch_that_leaves_cores_idle_is_ranked_after_those_that_fill_them():
     """Trained on one 2-unit CPU without launch features, the trees copy its best count (2
     work-groups) to a 16-unit CPU; `rank` then puts every launch of fewer than 16 work-groups
-    after the others, each part in the model's order; a GPU's order is the model's own."""
+    after the others, each part in the model's order, refused ones left out. On a CPU no larger
+    than the training's, and on a GPU, the order is the model's own."""
     data = _one_cpu_toy()
-    groups = [1, 2, 4, 8, 16, 32, 64]
+    groups = [64, 1, 16, 2, 32, 4, 8]  # not in the order of their counts
     candidates = _launch_encodings(groups)
     model = PairRanker("forest", target="scaled").fit(data, range(len(data.cases)))
+    assert model.cpu_units == 2
     sixteen = _launch_case(16, 8, 0.5)
     seconds, _ = model.score(sixteen, candidates)
     assert groups[int(np.argmin(seconds))] == 2  # the model alone would leave 14 cores idle
-    order, _ = model.rank(sixteen, candidates)
-    filled = [groups[i] >= 16 for i in order]
-    assert filled == [True] * 3 + [False] * 4
-    for part in (order[:3], order[3:]):  # the model's order within each part
+    refused = np.array([False, False, True, False, False, False, False])  # 16 work-groups
+    order, _ = model.rank(sixteen, candidates, refused)
+    assert 2 not in order  # the refused candidate (index 2)
+    assert sorted(groups[i] for i in order[:2]) == [32, 64]
+    assert sorted(groups[i] for i in order[2:]) == [1, 2, 4, 8]
+    for part in (order[:2], order[2:]):  # the model's order within each part
         assert list(seconds[part]) == sorted(seconds[part])
     assert list(fills_the_cores(sixteen, candidates)) == [g >= 16 for g in groups]
-    gpu = _launch_case(16, 8, 0.5, cpu=False)
-    assert fills_the_cores(gpu, candidates).all()
-    order, gpu_seconds = model.rank(gpu, candidates)
-    assert list(gpu_seconds[order]) == sorted(gpu_seconds)
+    for same in (_launch_case(2, 8, 0.5), _launch_case(16, 8, 0.5, cpu=False)):  # the model's own order
+        order, own = model.rank(same, candidates)
+        assert list(own[order]) == sorted(own)
+    assert fills_the_cores(_launch_case(16, 8, 0.5, cpu=False), candidates).all()
     assert fills_the_cores(np.array([0.9, 0.5]), candidates).all()  # no device in a hand-made vector
+    unknown = PairRanker("forest", target="scaled").fit(data, range(len(data.cases)))
+    del unknown.cpu_units  # pickled before the rule: never applied
+    order, own = unknown.rank(sixteen, candidates)
+    assert list(own[order]) == sorted(own)
 
 
 def test_within_noise_column_and_tail_counts():

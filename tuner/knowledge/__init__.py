@@ -43,7 +43,7 @@ def predict(model: PairRanker, program: Any, device: DeviceFeatures, shape_xyz: 
             kernel_work_group_limit: Optional[int] = None, top: Optional[int] = None,
             seed: int = 0) -> list[Prediction]:
     """`program`'s configurations on `device` at `shape_xyz` (x first), the model's best first
-    (its ranking; each with the predicted time and chance of failure).
+    (`PairRanker.rank`'s order; each with the model's predicted time and chance of failure).
 
     Candidates are the space's valid configurations (all of them, or CANDIDATES drawn at random
     from a larger space), or the given ones that the space accepts. Never returned: what the

@@ -34,7 +34,7 @@ from .dataset import Dataset, assemble
 from .models import DEFAULT_LAUNCH, DEFAULT_TARGET, PairRanker, live_ranker
 from .sources import Knowledge, gather
 
-MODEL_VERSION = 3  # bump when PairRanker's training changes: older cache entries are then not used
+MODEL_VERSION = 4  # bump when PairRanker's training changes: older cache entries are then not used
 SEEDS = 10  # configurations ranked first that the search measures first
 PSEUDO = 48  # predictions the strategy's model sees as prior observations
 TARGET = DEFAULT_TARGET  # PairRanker's target and launch features: the best in the evaluation
@@ -126,7 +126,7 @@ def trained_model(knowledge: Knowledge, kind: str = "forest", seed: int = 0, tar
 
 
 def pseudo_observations(predictions: list, context: dict, n: int = PSEUDO) -> list[Observation]:
-    """`n` of `predictions` (fastest first) as prior observations: the first half of them and
+    """`n` of `predictions` (best ranked first) as prior observations: the first half of them and
     the rest spread evenly over the remaining ranking, so that the strategy's model sees both
     what the knowledge prefers and what it expects to be slow."""
     if len(predictions) <= n:

@@ -116,6 +116,7 @@ counts is which configurations are faster, not by how much). `caution`: candidat
     relative = False  # models pickled before the options have none
     order = "time"
     ranker = None
+    cpu_units = math.inf  # the most compute units of a CPU in the training cases (see fills_the_cores)
 
     def __init__(self, kind: str = "forest", seed: int = 0, target: str = "median", caution: float = 0.0,
                  n_jobs: int = 1, launch: bool = False, relative: bool = False, order: str = "time") -> None:
@@ -163,6 +164,9 @@ counts is which configurations are faster, not by how much). `caution`: candidat
                                                    class_weight="balanced", n_jobs=self.n_jobs, random_state=self.seed
                                                    ).fit(data.pair_features(rows, self.launch, self.relative), failed)
         self.always_fails = bool(failed.all())
+        self.cpu_units = max((device_value(data.case_features[c], "compute_units") or 0.0
+                              for c in np.unique(data.case[rows]) if device_value(data.case_features[c], "is_cpu")),
+                             default=0.0)
         return self
 
     def _fit_ranker(self, data: Dataset, ok: np.ndarray) -> Any:
@@ -228,9 +232,10 @@ counts is which configurations are faster, not by how much). `caution`: candidat
 
     def rank(self, case_vector: np.ndarray, configs: np.ndarray, refused: Optional[np.ndarray] = None
              ) -> tuple[np.ndarray, np.ndarray]:
-        """Candidate indices fastest first, without predicted failures or `refused` (a mask), on a
-        CPU those that leave cores idle after the others (`fills_the_cores`); and the predicted
-        seconds of all candidates."""
+        """Candidate indices fastest first, without predicted failures or `refused` (a mask); on a
+        CPU with more compute units than any CPU the model was trained on, those that leave cores
+        idle after the others (`fills_the_cores`); and the predicted seconds of all candidates
+        (the model's, whatever the order)."""
         seconds, p_fail = self.score(case_vector, configs)
         keep = p_fail <= FAIL_THRESHOLD
         if refused is not None:
@@ -238,16 +243,21 @@ counts is which configurations are faster, not by how much). `caution`: candidat
         order = np.flatnonzero(keep)
         key = seconds if self.ranker is None else -self.ranker.predict(self._pairs(case_vector, configs))
         order = order[np.argsort(key[order], kind="stable")]
-        return order[np.argsort(~fills_the_cores(case_vector, configs[order]), kind="stable")], seconds
+        units = device_value(case_vector, "compute_units")
+        if units is not None and units > self.cpu_units:
+            order = order[np.argsort(~fills_the_cores(case_vector, configs[order]), kind="stable")]
+        return order, seconds
 
 
 def fills_the_cores(case_vector: np.ndarray, configs: np.ndarray) -> np.ndarray:
     """Per encoded configuration of one case: whether its launch has at least one work-group per
     compute unit, or the device is not a CPU. A CPU runs a work-group as a loop on one core, so a
     launch of fewer leaves cores idle whatever the code. The models cannot learn that for a CPU
-    with more cores than those in their stores: with the 16-core Xeon held out (the 2-core EPYC
-    the only CPU left) they picked launches that kept 4 of its 16 cores busy. `rank` puts such
-    candidates after the others (BENCHMARKS.md, issue 17)."""
+    with more cores than those in their training cases: with the 16-core Xeon held out (the
+    2-core EPYC the only CPU left) they picked launches that kept 4 of its 16 cores busy. For such
+    a CPU `rank` puts these candidates after the others; where a CPU as large was measured, the
+    models know better (on a 2-core CPU at 128x128 one work-group can be fastest) and their order
+    stands (BENCHMARKS.md, issue 17)."""
     is_cpu, units = device_value(case_vector, "is_cpu"), device_value(case_vector, "compute_units")
     if not is_cpu or units is None:  # a GPU, or a vector without a device's features
         return np.ones(len(configs), dtype=bool)

@@ -53,6 +53,8 @@ CPU_SEEDS = ({"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "wg_x": 1, "w
 # leaves more than half the work-groups to the scalar path at the border: on the 2-core EPYC,
 # 18-27 ms against 2.6-4.4 ms for conv3d 128^3 and 116 ms against 11-13 ms for bilateral 64^3
 # with the same shapes (BENCHMARKS.md, issue 23). Fastest there first; 8 planes a work-item.
+# The tiles assume a CPU's local memory (PoCL: 1-2 MiB; the second seed's is about 170 KB):
+# where a device has less, sampling._seed_rows takes the valid configuration nearest the seed.
 CPU_SEEDS_3D = ({"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 2, "px_z": 8, "wg_x": 2, "wg_y": 4, "wg_z": 1,
                  "tiles": 1},
                 {"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "px_z": 8, "wg_x": 4, "wg_y": 4, "wg_z": 2,
@@ -71,7 +73,7 @@ def code_shape_seeds(problem: Problem) -> list[dict[str, int]]:
         return []
     space = getattr(problem, "space", None)
     seeds = []
-    for seed in CPU_SEEDS_3D if "px_z" in names else CPU_SEEDS:
+    for seed in CPU_SEEDS_3D if "px_z" in names else CPU_SEEDS:  # px_z: the space of a 3-D grid
         shape = {k: v for k, v in seed.items() if k != "tiles"}
         code = plain_code(space, seed["tiles"]) if space is not None else {}
         seeds.append({k: v for k, v in {**code, **shape}.items() if k in names})
