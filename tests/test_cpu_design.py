@@ -29,6 +29,18 @@ def _cpu_space(kind):
     return p
 
 
+def _live_problem(space, device: "str | None" = "cpu"):
+    """`space` as a tuning session's problem on `device` (None: a measurer without an OpenCL device)."""
+    from imagecl.runtime.devices import select_device
+    from imagecl.tuner.live import LiveProblem
+
+    class Measurer:  # what LiveProblem asks of a measurer when it is made
+        def stored(self):
+            return {}
+
+    Measurer.device = select_device(device) if device else None
+    return LiveProblem(space, Measurer())
+
 def test_plain_spread_often_misses_vector_code_at_small_samples():
     """The premise: vector code is rare, and the plain spread's first three draws often lack it."""
     p = _cpu_space(None)
@@ -114,18 +126,11 @@ def test_cpu_seeds_of_an_imagecl_space_name_the_plain_code_the_study_timed():
     import imagecl
     from imagecl.bench.peer_workloads import convolution_source
     from imagecl.runtime.devices import select_device
-    from imagecl.tuner.live import LiveProblem
     from imagecl.tuner.strategies.design import CPU_SEEDS, code_shape_seeds
 
-    class Measurer:
-        device = select_device("cpu")
-
-        def stored(self):
-            return {}
-
     program = imagecl.compile(convolution_source(4), "<t>")
-    space = program.space_for(Measurer.device, (256, 256))
-    seeds = code_shape_seeds(LiveProblem(space, Measurer()))
+    space = program.space_for(select_device("cpu"), (256, 256))
+    seeds = code_shape_seeds(_live_problem(space))
     assert len(seeds) == len(CPU_SEEDS)
     unrolls = [p.name for p in space.parameters if p.name.startswith("unroll_")]
     assert len(unrolls) == 2 and all(space.full_unroll[u] == 9 for u in unrolls)
@@ -149,19 +154,12 @@ def test_cpu_seeds_of_a_3d_space_stage_the_input_and_name_every_axis(key):
     from imagecl import choices as ch
     from imagecl.bench.peer_workloads import all_workloads
     from imagecl.runtime.devices import select_device
-    from imagecl.tuner.live import LiveProblem
     from imagecl.tuner.strategies.design import CPU_SEEDS_3D, code_shape_seeds
-
-    class Measurer:
-        device = select_device("cpu")
-
-        def stored(self):
-            return {}
 
     workload = next(w for w in all_workloads() if w.key == key)
     program = imagecl.compile(workload.source, f"<{key}>")
-    space = program.space_for(Measurer.device, (128, 128, 128))
-    seeds = code_shape_seeds(LiveProblem(space, Measurer()))
+    space = program.space_for(select_device("cpu"), (128, 128, 128))
+    seeds = code_shape_seeds(_live_problem(space))
     assert len(seeds) == len(CPU_SEEDS_3D)
     shape = ("vector_x", "px_x", "px_y", "px_z", "wg_x", "wg_y", "wg_z", "interior")
     for seed, study in zip(seeds, CPU_SEEDS_3D):
@@ -198,22 +196,11 @@ def test_cpu_peer_runs_tune_on_about_a_million_elements():
 def test_a_live_problem_knows_its_device_kind():
     """A tuning session's problem carries its device's kind, which turns the design on."""
     import imagecl
-    from imagecl.runtime.devices import select_device
-    from imagecl.tuner.live import LiveProblem
-
-    class Measurer:  # what LiveProblem asks of a measurer when it is made
-        device = select_device("cpu")
-
-        def stored(self):
-            return {}
-
     from imagecl.bench.peer_workloads import convolution_source
 
     space = imagecl.compile(convolution_source(1), "<t>").space
-    problem = LiveProblem(space, Measurer())
-    assert problem.device_kind == "CPU"
-    Measurer.device = None
-    assert LiveProblem(space, Measurer()).device_kind is None
+    assert _live_problem(space).device_kind == "CPU"
+    assert _live_problem(space, None).device_kind is None
 
 
 def test_cpu_peer_run_tunes_on_the_smaller_inputs_and_times_at_the_full_size(tmp_path):

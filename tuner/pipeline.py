@@ -150,9 +150,7 @@ class BuildPipeline:
     def _start(self, count: int) -> concurrent.futures.ProcessPoolExecutor:
         if self.pool is not None and not getattr(self.pool, "_broken", False):
             return self.pool  # kept from an earlier call
-        waiting = dict(self._waiting)  # a quiet pool's announced builds not in a round yet: the new pool builds them
-        self._stop(kill=True)
-        self._waiting = waiting
+        self._stop(kill=True, forget_announced=False)  # a quiet pool's next rounds run in the new pool
         context = multiprocessing.get_context("spawn")
         size = self.workers if self.keep else max(1, min(self.workers, count))
         self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=size, mp_context=context,
@@ -161,10 +159,13 @@ class BuildPipeline:
         self.starts += 1
         return self.pool
 
-    def _stop(self, kill: bool) -> None:
+    def _stop(self, kill: bool, forget_announced: bool = True) -> None:
+        """Stop the builders and drop their builds; `forget_announced`: a quiet pool's announced
+        builds not in a round yet too (kept where a new pool is started for them)."""
         pool, self.pool = self.pool, None
         self._queued.clear()
-        self._waiting.clear()
+        if forget_announced:
+            self._waiting.clear()
         self._warming = []
         marks, self._marks = self._marks, None
         if marks is not None:

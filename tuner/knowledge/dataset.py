@@ -112,12 +112,26 @@ def _device_block(case_rows: np.ndarray) -> np.ndarray:
     return case_rows[:, offset:offset + len(_DEVICE)]
 
 
+def _has_device(width: int) -> bool:
+    """Whether case rows this wide hold a device's and a size's features (hand-made vectors of a
+    few features do not)."""
+    return width >= len(_DEVICE) + len(size_names())
+
+
 def device_value(case_vector: np.ndarray, name: str) -> Optional[float]:
-    """One device feature (`features.device` names) of one case's vector; None for a vector too
-    short to hold a device's and a size's features (hand-made vectors of a few features)."""
-    if len(case_vector) < len(_DEVICE) + len(size_names()):
+    """One device feature (`features.device` names) of one case's vector; None for a vector
+    without a device's features."""
+    if not _has_device(len(case_vector)):
         return None
     return float(_device_block(case_vector[None, :])[0, _DEVICE.index(name)])
+
+
+def largest_cpu(case_rows: np.ndarray) -> float:
+    """The most compute units of a CPU among case rows; 0 without one."""
+    if not _has_device(case_rows.shape[1]):
+        return 0.0
+    units = _device_block(case_rows)[_cpu(case_rows), _DEVICE.index("compute_units")]
+    return float(units.max()) if len(units) else 0.0
 
 
 def config_column(config_rows: np.ndarray, name: str) -> np.ndarray:

@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .dataset import Dataset, config_column, device_value, pair_matrix
+from .dataset import Dataset, config_column, device_value, largest_cpu, pair_matrix
 
 _NORMAL = NormalDist()
 # predicted failure probability above which a candidate is left out: strict, because seeds are
@@ -164,9 +164,7 @@ counts is which configurations are faster, not by how much). `caution`: candidat
                                                    class_weight="balanced", n_jobs=self.n_jobs, random_state=self.seed
                                                    ).fit(data.pair_features(rows, self.launch, self.relative), failed)
         self.always_fails = bool(failed.all())
-        self.cpu_units = max((device_value(data.case_features[c], "compute_units") or 0.0
-                              for c in np.unique(data.case[rows]) if device_value(data.case_features[c], "is_cpu")),
-                             default=0.0)
+        self.cpu_units = largest_cpu(data.case_features[np.unique(data.case[rows])])
         return self
 
     def _fit_ranker(self, data: Dataset, ok: np.ndarray) -> Any:
