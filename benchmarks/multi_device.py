@@ -38,6 +38,7 @@ import platform
 import statistics
 import sys
 import time
+from typing import Optional
 from pathlib import Path
 
 import numpy as np
@@ -246,7 +247,7 @@ def bench_case(prog, name: str, args: dict, devices: list, configs: list, steps:
                            **timed(lambda: call(predicted, h_predicted), repeats)}
     depth = split_tuning.depth_of(prog) if iterate else 0
     result["depth"] = depth
-    found = system_model.predict(terms, profiles, steps, depth, hs)
+    found = system_model.predict(terms, profiles, steps, depth, hs, groups=system_model.groups_of(devices))
     result["predicted_system"] = {"shares": found.shares, "h": found.h, "model_s": found.seconds,
                                   "model_single_s": found.single_seconds,
                                   **timed(lambda: call(found.shares, found.h), repeats)}
@@ -399,7 +400,7 @@ def learned_shares(samples: list, profiles: list, steps, depth: int) -> dict:
             for name, make in LEARNERS.items()}
 
 
-def held_out(samples: list, count: int, hs: list[int]) -> dict:
+def held_out(samples: list, count: int, hs: list[int], device_groups: Optional[list[int]] = None) -> dict:
     """Leave one synthetic program out: each method predicts its shares from the others, judged
     by the measured time there as a share of its sweep's best."""
     groups = _instances_of(samples)
@@ -414,8 +415,8 @@ def held_out(samples: list, count: int, hs: list[int]) -> dict:
         profiles = smp.profile_objects()
         analytic = split_tuning.predict(profiles, smp.steps is not None, smp.steps or 1)
         scores["analytic"].append(best / _time_at(group, analytic))
-        terms = system_model.fit(rest, count)
-        found = system_model.predict(terms, profiles, smp.steps, smp.depth, hs)
+        terms = system_model.fit(rest, count, device_groups)
+        found = system_model.predict(terms, profiles, smp.steps, smp.depth, hs, groups=device_groups)
         scores["system_model"].append(best / _time_at(group, found.shares))
         others = [g for j, g in enumerate(groups) if j != k]
         x = [_features(g) for g in others]
@@ -426,7 +427,8 @@ def held_out(samples: list, count: int, hs: list[int]) -> dict:
     return {name: {"mean": statistics.mean(v), "min": min(v), "each": v} for name, v in scores.items() if v}
 
 
-def real_sweeps_held_out(cases: list, count: int, hs: list[int]) -> dict:
+def real_sweeps_held_out(cases: list, count: int, hs: list[int],
+                         device_groups: Optional[list[int]] = None) -> dict:
     """The model's form on the real programs: its terms fitted on the other real programs' sweeps
     (leave one out), its shares judged on the sweep. Tells a model that cannot express the
     system from synthetic programs that do not resemble the real ones."""
@@ -438,8 +440,8 @@ def real_sweeps_held_out(cases: list, count: int, hs: list[int]) -> dict:
     scores = []
     for k, group in enumerate(groups):
         rest = [smp for j, g in enumerate(groups) if j != k for smp in g]
-        found = system_model.predict(system_model.fit(rest, count), group[0].profile_objects(), group[0].steps,
-                                     group[0].depth, hs)
+        found = system_model.predict(system_model.fit(rest, count, device_groups), group[0].profile_objects(),
+                                     group[0].steps, group[0].depth, hs, groups=device_groups)
         scores.append(min(smp.seconds for smp in group) / _time_at(group, found.shares))
     return {"mean": statistics.mean(scores), "min": min(scores), "each": scores}
 
@@ -458,7 +460,7 @@ def calibrate(devices: list, quick: bool, repeats: int, hs: list[int], size: int
     t0 = time.time()
     model = system_model.calibrate(devices, instances, repeats, log=lambda line: print(line, flush=True))
     seconds = time.time() - t0
-    compared = _guarded(lambda: held_out(model.samples, len(devices), hs))
+    compared = _guarded(lambda: held_out(model.samples, len(devices), hs, system_model.groups_of(devices)))
     print(f"system model: {model.terms} (median error {model.fit_error:.0%}, {seconds:.0f} s)")
     for name, v in compared.items():
         if name == "error":
@@ -556,7 +558,7 @@ def main(argv=None) -> int:
                                            for k in (cases[0].get("on_the_sweep") or {})
                                            if all(k in c.get("on_the_sweep", {}) for c in cases)},
                "real_sweeps_held_out": _guarded(lambda: {k: v for k, v in real_sweeps_held_out(
-                   cases, len(devices), hs).items() if k != "each"}),
+                   cases, len(devices), hs, system_model.groups_of(devices)).items() if k != "each"}),
                "mean_tuned_share_of_best": statistics.mean(c["tuned_share_of_best"] for c in cases)}
     print(f"predicted split: {summary['mean_predicted_share_of_best']:.0%} of the best split's speed on average, "
           f"{summary['min_predicted_share_of_best']:.0%} at worst; tuned {summary['mean_tuned_share_of_best']:.0%} "

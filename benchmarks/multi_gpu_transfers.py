@@ -1,6 +1,7 @@
 """Do transfers to several GPUs overlap? Host-to-device and device-to-host copies of one image, split
 in halves between two GPUs, enqueued from one host thread or from one thread per GPU, from
-pageable NumPy memory or from pinned (ALLOC_HOST_PTR, mapped) host memory.
+pageable NumPy memory or from pinned (ALLOC_HOST_PTR, mapped) host memory; and copied down into a
+new array (as a call's outputs are), with and without the host touching its pages first.
 
     PYTHONPATH=$PWD python3 benchmarks/multi_gpu_transfers.py --out $OUT/multi_gpu_transfers.json
 
@@ -20,6 +21,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -63,6 +65,34 @@ def timed(call, repeats: int) -> float:
     return statistics.median(runs)
 
 
+def touched_round(side: Side, up: np.ndarray, down: Optional[np.ndarray] = None) -> None:
+    """`up` to the device, and back into a new array (or `down`, a part of one) whose pages the host
+    touches while the copy up runs."""
+    import pyopencl as cl
+
+    event = cl.enqueue_copy(side.queue, side.buffer, up, is_blocking=False)
+    down = np.empty_like(up) if down is None else down
+    down.fill(0)
+    cl.enqueue_copy(side.queue, down, side.buffer, is_blocking=False).wait()
+    event.wait()
+
+
+def fresh_halves(pool: ThreadPoolExecutor, sides: list, up: np.ndarray, touch: bool) -> None:
+    """One new array for the whole image, each half copied down into by its GPU's thread."""
+    down = np.empty_like(up)
+    half = up.nbytes // 2
+    parts = [(up[i * half:(i + 1) * half], down[i * half:(i + 1) * half]) for i in range(2)]
+    work = (lambda i: touched_round(sides[i], *parts[i])) if touch else (lambda i: sides[i].round(*parts[i]))
+    list(pool.map(work, range(2)))
+
+
+def transparent_huge_pages() -> str:
+    try:
+        return Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
 def measure(nbytes: int, repeats: int) -> dict:
     devices = gpus()
     half = nbytes // 2
@@ -80,6 +110,10 @@ def measure(nbytes: int, repeats: int) -> dict:
         np.copyto(down, side.view[:n])
 
     found["one_gpu_pinned_s"] = timed(lambda: pinned_round(one, host_up, host_down), repeats)
+    # a call returns its outputs in new arrays: the copy down then writes pages never touched,
+    # and the kernel maps each one in as the copy reaches it (the rounds above reuse theirs)
+    found["one_gpu_fresh_down_s"] = timed(lambda: one.round(host_up, np.empty_like(host_up)), repeats)
+    found["one_gpu_fresh_down_touched_during_up_s"] = timed(lambda: touched_round(one, host_up), repeats)
     if len(sides) == 2:
         def one_thread() -> None:
             import pyopencl as cl
@@ -97,6 +131,9 @@ def measure(nbytes: int, repeats: int) -> dict:
             lambda: list(pool.map(lambda i: sides[i].round(*halves[i]), range(2))), repeats)
         found["two_gpus_two_threads_pinned_s"] = timed(
             lambda: list(pool.map(lambda i: pinned_round(sides[i], *halves[i]), range(2))), repeats)
+        found["two_gpus_two_threads_fresh_down_s"] = timed(lambda: fresh_halves(pool, sides, host_up, False), repeats)
+        found["two_gpus_two_threads_fresh_down_touched_during_up_s"] = timed(
+            lambda: fresh_halves(pool, sides, host_up, True), repeats)
         pool.shutdown()
     found["gb_per_s"] = {k[:-2]: 2 * nbytes / v / 1e9 for k, v in found.items() if k.endswith("_s")}
     return found
@@ -118,6 +155,7 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "host": platform.node(),
                                "gpus": [d.name.strip() for d in gpus()], "command": " ".join(sys.argv),
+                               "transparent_huge_pages": transparent_huge_pages(),
                                "rows": rows}, indent=1) + "\n")
     return 0
 

@@ -391,10 +391,13 @@ def heat_iterate() -> None:
         state = u
         for _ in range(7):
             state = heat(input=state, alpha=0.2, device=devices[0], config=config)["output"]
+        kept = u.copy()
         for h in (1, 2, 3):
             got = heat.iterate(7, input=u, alpha=0.2, devices=devices, shares=uneven(len(devices)), h=h,
                                config=config)["output"]
             assert np.array_equal(got, state), (config, h, np.abs(got - state).max())
+            # the first round reads the caller's array; the result is new memory, never that array
+            assert np.array_equal(u, kept) and not np.shares_memory(got, u)
         np.testing.assert_allclose(state, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -522,8 +525,8 @@ def tune_uses_the_system_model() -> None:
     # the prediction (shares and h) is the system model's, whatever the analytic model says
     seen = []
 
-    def predict(terms, profiles, steps=None, depth=0, hs=(1, 2, 4, 8), step=None):
-        seen.append((terms, len(profiles), steps, depth))
+    def predict(terms, profiles, steps=None, depth=0, hs=(1, 2, 4, 8), step=None, groups=None):
+        seen.append((terms, len(profiles), steps, depth, groups))
         return system_model.Prediction([0.3, 0.7], 2, 1.0, 2.0)
 
     free = system_model.Terms([0.0, 0.0], [0.0, 0.0])
@@ -532,7 +535,8 @@ def tune_uses_the_system_model() -> None:
         found = split_tuning.tune(prog, args, devices, repeats=1, iterate=4, system=free)
     finally:
         system_model.predict = real
-    assert seen == [(free, 2, 4, 2)]  # heat reads one row either side
+    # heat reads one row either side; devices of one key are one group
+    assert seen == [(free, 2, 4, 2, system_model.groups_of(multidevice.resolve_devices(devices)))]
     assert found.predicted == [0.3, 0.7] and found.measured[0].shares == [0.3, 0.7] and found.measured[0].h == 2
     assert found.best.h in (1, 2, 4, 8) and len(found.measured) > 3
 

@@ -95,6 +95,23 @@ def test_needed_rows_of_one_run_are_every_read_row(mode):
         assert got.tolist() == expected, (mode, extent, rows.tolist(), reach)
 
 
+def test_union_rows_is_the_sorted_union():
+    generator = np.random.default_rng(3)
+    sets = [generator.integers(0, 500, size) for size in (0, 7, 300, 1)]
+    assert np.array_equal(multidevice.union_rows(sets), np.unique(np.concatenate(sets)))
+    assert multidevice.union_rows([np.arange(0)]).size == 0
+
+
+def test_touch_pages_zeroes_a_large_band_in_parts_and_leaves_small_arrays():
+    from imagecl.runtime.host_pages import SMALL, touch_pages
+
+    whole = np.full(10 * SMALL // 4, 7, np.float32)
+    band = whole[: whole.size // 2]  # a band of rows: a view, contiguous
+    small = np.full(1000, 7, np.float32)
+    touch_pages([band, small], threads=3)
+    assert not band.any() and (whole[whole.size // 2:] == 7).all() and (small == 7).all()
+
+
 def test_runs():
     assert multidevice.runs(np.array([0, 1, 2, 5, 6, 9])) == [(0, 3), (5, 7), (9, 10)]
     assert multidevice.runs(np.array([], dtype=int)) == []

@@ -207,3 +207,28 @@ def test_a_device_takes_part_only_where_it_gains_the_margin():
     # a slow device that gains more than the margin does take part
     profiles[2] = _profile(25, 0, 1)
     assert system_model.predict(terms, profiles).shares[2] > 0
+
+
+def test_devices_of_one_model_share_their_terms_and_their_profile():
+    """Two GPUs of one model: samples timed by one set of terms plus noise that favours the
+    second device. Fitted apart, the terms differ and the split tilts to one GPU by more than
+    their profiles do; tied (groups_of), both get one set of terms and the pooled profile
+    splits them evenly, while a device alone is still judged by its own profile."""
+    truth = Terms([0.002, 0.002], [0.2, 0.2], step=[0.0004, 0.0004])
+    samples = _samples_from(truth, PROGRAMS)
+    noisy = [Sample(s.profiles, s.shares, s.steps, s.h, s.depth,
+                    s.seconds * (1.12 if s.shares[0] > s.shares[1] else 1.0)) for s in samples]
+    apart = system_model.fit(noisy, 2)
+    tied = system_model.fit(noisy, 2, groups=[0, 0])
+    assert tied.fixed[0] == tied.fixed[1] and tied.slowdown[0] == tied.slowdown[1] and tied.step[0] == tied.step[1]
+    assert apart.fixed != pytest.approx(apart.fixed[::-1], rel=0.1) or \
+        apart.slowdown != pytest.approx(apart.slowdown[::-1], rel=0.1)
+    # one model's profiles, a few per cent apart by the timing's noise
+    twins = [_profile(10, 20, 1.0), _profile(10.6, 20.4, 1.1)]
+    split = system_model.predict(tied, twins, groups=[0, 0])
+    assert split.shares == pytest.approx([0.5, 0.5], abs=1e-9)
+    assert system_model.predict(tied, twins).shares[0] > 0.5  # without groups the noise tilts it
+    # alone, each device keeps its own profile: where no split pays, the faster twin is chosen
+    costly = Terms([0.05, 0.05], [0.0, 0.0])
+    assert system_model.predict(costly, twins, groups=[0, 0]).shares == [1.0, 0.0]
+    assert system_model.groups_of.__doc__ and system_model.pooled(twins, None) == twins

@@ -232,7 +232,15 @@ def finish(target: Target, kernel_name: str, enqueued: Enqueued, returns: str,
             if not timed:
                 return outputs, None
         else:
-            outputs = {name: array.get(queue=target.queue) for name, array in enqueued.outputs.items()}
+            from .host_pages import touch_pages
+
+            target.queue.flush()
+            # new host arrays, their pages mapped while the device runs (a driver's copy down into
+            # pages never touched maps them one by one behind its staging buffer)
+            outputs = {name: np.empty(array.shape, array.dtype) for name, array in enqueued.outputs.items()}
+            touch_pages(outputs.values())
+            for name, array in enqueued.outputs.items():
+                array.get(queue=target.queue, ary=outputs[name])
         enqueued.event.wait()
         seconds = None
         if timed and target.profiling:

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ExecutionError
 from .devices import context_and_queue, select_device
+from .host_pages import touch_pages
 from .memory import Buffer, check_host
 
 SHARE_TOLERANCE = 1e-6
@@ -212,6 +213,18 @@ def runs(rows: np.ndarray) -> list[tuple[int, int]]:
 
 
 # ---- one device's part ------------------------------------------------------------------------------
+
+
+def union_rows(sets: Sequence[np.ndarray]) -> np.ndarray:
+    """The sorted rows of any of `sets` (a mask: np.unique of their concatenation sorts
+    steps x rows indices, which an iterated round of many steps felt)."""
+    sets = [s for s in sets if len(s)]
+    if not sets:
+        return np.arange(0)
+    mask = np.zeros(max(int(s.max()) for s in sets) + 1, dtype=bool)
+    for s in sets:
+        mask[s] = True
+    return np.flatnonzero(mask)
 
 
 @dataclass
@@ -474,6 +487,9 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
             for a, b in runs(wanted):
                 transfers.upload(part, part.memory[name], host, a, b, dims)
         kernel_events = _enqueue(program, part, part.memory, [band])
+        part.queue.flush()
+        # while the device uploads and computes, the pages its band of each new output comes back to
+        touch_pages([results[n][band[0]:band[1]] for n in prepared.outputs if n in overwritten])
         for name in prepared.outputs:  # an output not of the grid's shape: the band's rows it has
             stop = min(band[1], results[name].shape[0])
             if stop > band[0]:
@@ -616,7 +632,9 @@ def iterate(program: Any, n: int, arguments: Mapping[str, Any], devices: Any = N
     active = [(p, b) for p, b in zip(parts, bands) if b[1] > b[0]]
     if len(active) == 1:
         h = int(n)  # one device: nothing to exchange, so one round
-    state = {inp: prepared.arrays[inp].copy() for inp in fed}
+    # the host's copy of the state, which the exchanges and the last downloads write (the first
+    # round reads the caller's arrays); new memory, its pages touched while the first round runs
+    state = {inp: np.empty_like(prepared.arrays[inp], order="C") for inp in fed}
     static = [name for name in prepared.arrays if name not in pairs and name not in fed]
     with _driver_errors(f"iterating '{program.name}' across devices", parts):
         return _iterate(program, n, h, active, prepared, pairs, reach, fed, zeroed, state, static, rows)
@@ -647,7 +665,7 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
             # each step's runs of rows, once per call (not per step: the host's time between kernels)
             plans[(id(part), steps)] = sets
             plans[(id(part), steps, "runs")] = [runs(r) for r in sets]
-        every = np.unique(np.concatenate(plans[(id(part), min(h, n))][1:]))
+        every = union_rows(plans[(id(part), min(h, n))][1:])
         for name in static:  # read at every step: what any step reads, once
             if name not in part.memory:
                 continue
@@ -657,9 +675,9 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
                 wanted = np.arange(host.shape[0] if host.ndim else 1)
             for a, b in runs(wanted):
                 transfers.upload(part, part.memory[name], host, a, b, part.launch.images.get(name, 0))
-        for inp in fed:  # the first round's rows of the state
+        for inp in fed:  # the first round's rows of the state, from the caller's arrays
             for a, b in runs(plans[(id(part), min(h, n))][0]):
-                transfers.upload(part, sides[id(part)][0][inp], state[inp], a, b)
+                transfers.upload(part, sides[id(part)][0][inp], prepared.arrays[inp], a, b)
         transfers.wait()
 
     def finish(part: Part, band: tuple[int, int]) -> None:
@@ -704,6 +722,8 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
                 _enqueue(program, part, memory, step_runs[k])
                 current[id(part)], other[id(part)] = other[id(part)], current[id(part)]
             part.queue.flush()
+        if not done:
+            touch_pages(list(state.values()))
         done += steps
         if done < n:  # the rows the others' next rounds read come back to the host
             downloads = _Transfers()

@@ -193,7 +193,8 @@ def tune(program: Any, arguments: Mapping[str, Any], devices: Sequence, config: 
     if system is not None:
         from . import system_model
 
-        found = system_model.predict(system, profiles, iterate, depth_of(program) if is_iter else 0, hs)
+        found = system_model.predict(system, profiles, iterate, depth_of(program) if is_iter else 0, hs,
+                                     groups=system_model.groups_of(chosen))
         predicted, h0, model_s = found.shares, found.h, found.seconds
     else:
         predicted = predict(profiles, is_iter, iterate or 1)

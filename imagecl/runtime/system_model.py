@@ -49,7 +49,7 @@ import numpy as np
 
 from .split_tuning import Profile
 
-VERSION = 2
+VERSION = 3
 CACHE_FILE = "system_models.json"
 # a split is predicted only when the model puts it this much ahead of the best single device: the
 # fitted terms are averages over the synthetic programs, and a split that gains less rarely pays
@@ -152,11 +152,36 @@ class Prediction:
     single_seconds: float  # the model's best single device
 
 
+def groups_of(devices: Sequence) -> list[int]:
+    """Each device's group: devices of one key (one model under one driver) share one."""
+    from .devices import device_key
+
+    keys = [device_key(d) for d in devices]
+    return [keys.index(k) for k in keys]
+
+
+def pooled(profiles: Sequence[Profile], groups: Optional[Sequence[int]]) -> list[Profile]:
+    """Each device's alone-profile replaced by its group's mean: devices of one model run one
+    program alike, and what their own profiles differ by is the timing's noise, which would
+    otherwise tilt the split between them."""
+    if groups is None:
+        return list(profiles)
+    found = []
+    for i, p in enumerate(profiles):
+        same = [q for q, g in zip(profiles, groups) if g == groups[i]]
+        found.append(Profile(p.device, p.rows, float(np.mean([q.wall for q in same])),
+                             float(np.mean([q.kernel for q in same])), float(np.mean([q.transfer for q in same]))))
+    return found
+
+
 def predict(terms: Terms, profiles: Sequence[Profile], steps: Optional[int] = None, depth: int = 0,
-            hs: Sequence[int] = (1, 2, 4, 8), step: Optional[float] = None) -> Prediction:
+            hs: Sequence[int] = (1, 2, 4, 8), step: Optional[float] = None,
+            groups: Optional[Sequence[int]] = None) -> Prediction:
     """The split (and h) the system model puts fastest, with the fewest devices: one more device
     takes part only where it gains more than SPLIT_MARGIN over the best split without it (the
-    terms are averages over synthetic programs, and a device that gains less rarely pays)."""
+    terms are averages over synthetic programs, and a device that gains less rarely pays).
+    `groups` (groups_of): devices of one group predicted from their pooled profile."""
+    together = pooled(profiles, groups)  # a device alone is its own profile; in a split, its group's
     count = len(profiles)
     step = step or {1: 1.0, 2: 0.01, 3: 0.02, 4: 0.05}.get(count, 0.1)
     iterate = steps is not None
@@ -164,7 +189,7 @@ def predict(terms: Terms, profiles: Sequence[Profile], steps: Optional[int] = No
     for shares in compositions(count, step):
         taking = sum(1 for s in shares if s > 0)
         for h in (hs if iterate and taking > 1 else [min(hs) if iterate else None]):
-            t = model_seconds(terms, profiles, shares, steps, h or 1, depth)
+            t = model_seconds(terms, together if taking > 1 else profiles, shares, steps, h or 1, depth)
             if taking not in best or t < best[taking][0]:
                 best[taking] = (t, shares, h)
     chosen = best[1]
@@ -192,26 +217,36 @@ class Sample:
         return [Profile(None, int(r), w, k, t) for r, w, k, t in self.profiles]
 
 
-def fit(samples: Sequence[Sample], count: int) -> Terms:
+def fit(samples: Sequence[Sample], count: int, groups: Optional[Sequence[int]] = None) -> Terms:
     """The terms that make the model's times closest to the samples' (least squares on the log of
-    their ratio, robust to a few outlying timings); without samples, none."""
+    their ratio, robust to a few outlying timings); without samples, none. `groups` (groups_of):
+    the devices of one group share their per-device terms (two GPUs of one model differ in the
+    samples by noise only, and terms of their own would fit it)."""
     from scipy.optimize import least_squares
 
     if not samples:
         return Terms.none(count)
+    groups = list(range(count)) if groups is None else [int(g) for g in groups]
+    distinct = sorted(set(groups))
+    index = [distinct.index(g) for g in groups]  # each device's group, numbered 0..n-1
+    n = len(distinct)
     profiles = [s.profile_objects() for s in samples]
 
+    def terms_of(x: np.ndarray) -> Terms:
+        per = [x[k * n:(k + 1) * n] for k in range(3)]
+        return Terms.of_vector([per[k][index[d]] for k in range(3) for d in range(count)] + list(x[3 * n:]), count)
+
     def residuals(x: np.ndarray) -> np.ndarray:
-        terms = Terms.of_vector(x, count)
+        terms = terms_of(x)
         return np.array([math.log(max(model_seconds(terms, p, s.shares, s.steps, s.h, s.depth), 1e-9) / s.seconds)
                          for p, s in zip(profiles, samples)])
 
     # g starts where the shared moving binds (above 1 / devices): below it the term has no gradient
-    start = np.array([1e-4] * count + [0.05] * count + [1e-5] * count + [1e-5, 0.2, 0.75])
-    scale = np.array([1e-3] * count + [0.1] * count + [1e-4] * count + [1e-4, 0.2, 0.2])
-    upper = np.array([np.inf] * (3 * count + 1) + [1.0, 1.0])
+    start = np.array([1e-4] * n + [0.05] * n + [1e-5] * n + [1e-5, 0.2, 0.75])
+    scale = np.array([1e-3] * n + [0.1] * n + [1e-4] * n + [1e-4, 0.2, 0.2])
+    upper = np.array([np.inf] * (3 * n + 1) + [1.0, 1.0])
     found = least_squares(residuals, start, bounds=(0.0, upper), x_scale=scale, loss="soft_l1", f_scale=0.1)
-    return Terms.of_vector(found.x, count)
+    return terms_of(found.x)
 
 
 def fit_error(terms: Terms, samples: Sequence[Sample]) -> float:
@@ -426,7 +461,7 @@ def calibrate(devices: Sequence, instances: Optional[Sequence[Instance]] = None,
 
     samples = measure(devices, instances if instances is not None else default_instances(), repeats,
                       log=log, **options)
-    terms = fit(samples, len(devices))
+    terms = fit(samples, len(devices), groups_of(devices))
     return SystemModel([device_key(d) for d in devices], terms, fit_error(terms, samples), samples)
 
 
