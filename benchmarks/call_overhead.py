@@ -28,7 +28,7 @@ import json
 import pathlib
 import statistics
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -36,20 +36,10 @@ import pyopencl.array as cla
 import pyopencl.tools as cl_tools
 
 import imagecl
+from imagecl.bench.wall import wall_times
 from imagecl.runtime.synthetic import synthetic_arguments
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-
-
-def wall(call: Callable[[], Any], repeats: int, warmup: int) -> list[float]:
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def arguments(prog: imagecl.Program, grid_shape: tuple[int, ...], scalars: dict[str, Any],
@@ -129,7 +119,7 @@ def main() -> None:
     config = args.config
 
     host_args = arguments(prog, grid_shape, scalars, device)
-    numpy_times = wall(lambda: prog(**host_args, device=device, config=config), args.repeats, args.warmup)
+    numpy_times = wall_times(lambda: prog(**host_args, device=device, config=config), args.repeats, args.warmup)
 
     device_args = {n: cla.to_device(queue, v) if isinstance(v, np.ndarray) else v for n, v in host_args.items()}
     outputs = prog(**device_args, queue=queue, returns="device", config=config)  # the outputs' shapes and dtypes
@@ -144,13 +134,13 @@ def main() -> None:
         for host, buffer in downloads:
             cl.enqueue_copy(queue, host, buffer, is_blocking=True)
 
-    transfer_times = wall(transfers, args.repeats, args.warmup)
+    transfer_times = wall_times(transfers, args.repeats, args.warmup)
 
     def device_call():
         prog(**device_args, queue=queue, returns="device", config=config)
         queue.finish()
 
-    device_times = wall(device_call, args.repeats, args.warmup)
+    device_times = wall_times(device_call, args.repeats, args.warmup)
 
     pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
 
@@ -160,7 +150,7 @@ def main() -> None:
 
     try:
         pooled_call()
-        pooled_times: list[float] = wall(pooled_call, args.repeats, args.warmup)
+        pooled_times: list[float] = wall_times(pooled_call, args.repeats, args.warmup)
     except imagecl.ArgumentError:  # an imagecl without allocator= (to compare with an older one)
         pooled_times = []
 
@@ -173,7 +163,7 @@ def main() -> None:
         event.wait()
         events.append(event)
 
-    raw_times = wall(raw_call, args.repeats, args.warmup)
+    raw_times = wall_times(raw_call, args.repeats, args.warmup)
     kernel_times = [(e.profile.end - e.profile.start) * 1e-9 for e in events[args.warmup:]]
 
     kernel = statistics.median(kernel_times)

@@ -20,18 +20,14 @@ from pathlib import Path
 import numpy as np
 
 import imagecl
+from imagecl.bench.wall import wall_times
 from imagecl.runtime import multidevice
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def timed(call, repeats: int) -> dict:
-    call()
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        runs.append(time.perf_counter() - start)
+    runs = wall_times(call, repeats)
     return {"median_s": statistics.median(runs), "runs": runs}
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,15 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-def timed(call, repeats: int) -> float:
-    call()
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs)
+from imagecl.bench.wall import wall_median
 
 
 def touch(array: np.ndarray, pool: ThreadPoolExecutor, threads: int) -> None:
@@ -62,7 +53,7 @@ def main(argv=None) -> int:
     for advice in (True, False):
         madvise_hugepage(advice)
         for t in counts:
-            rows[f"touch_new_{t}_threads{'' if advice else '_no_hugepage_advice'}_s"] = timed(
+            rows[f"touch_new_{t}_threads{'' if advice else '_no_hugepage_advice'}_s"] = wall_median(
                 lambda t=t: touch(np.empty(nbytes, np.uint8), pool, t), args.repeats)
     madvise_hugepage(True)
     try:
@@ -74,14 +65,14 @@ def main(argv=None) -> int:
         buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
         reused = np.empty(nbytes, np.uint8)
         touch(reused, pool, 1)
-        rows["down_reused_s"] = timed(lambda: cl.enqueue_copy(queue, reused, buffer), args.repeats)
-        rows["down_new_s"] = timed(lambda: cl.enqueue_copy(queue, np.empty(nbytes, np.uint8), buffer), args.repeats)
+        rows["down_reused_s"] = wall_median(lambda: cl.enqueue_copy(queue, reused, buffer), args.repeats)
+        rows["down_new_s"] = wall_median(lambda: cl.enqueue_copy(queue, np.empty(nbytes, np.uint8), buffer), args.repeats)
         for t in counts:
             def touched_then_down(t=t) -> None:
                 fresh = np.empty(nbytes, np.uint8)
                 touch(fresh, pool, t)
                 cl.enqueue_copy(queue, fresh, buffer)
-            rows[f"down_new_touched_by_{t}_threads_s"] = timed(touched_then_down, args.repeats)
+            rows[f"down_new_touched_by_{t}_threads_s"] = wall_median(touched_then_down, args.repeats)
     except StopIteration:
         pass
     pool.shutdown()

@@ -17,19 +17,18 @@ import io
 import json
 import platform
 import pstats
-import statistics
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import imagecl
+from imagecl.bench.wall import wall_median
+from imagecl.runtime import multidevice
+from imagecl.runtime.session import Session
 
-import imagecl  # noqa: E402
-from imagecl.runtime import multidevice  # noqa: E402
-from imagecl.runtime.session import Session  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def arguments(name: str, shape: tuple[int, int], rng: np.random.Generator) -> dict:
@@ -38,20 +37,10 @@ def arguments(name: str, shape: tuple[int, int], rng: np.random.Generator) -> di
     return {"input": (rng.random(shape) < 0.4).astype(np.int8)}
 
 
-def timed(call, repeats: int) -> float:
-    call()
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs)
-
-
 def measure(name: str, device, shape: tuple[int, int], steps: list[int], repeats: int) -> dict:
     prog = imagecl.load(ROOT / "examples" / f"{name}.icl")
     args = arguments(name, shape, np.random.default_rng(0))
-    seconds = {n: timed(lambda n=n: multidevice.iterate(prog, n, args, [device]), repeats) for n in steps}
+    seconds = {n: wall_median(lambda n=n: multidevice.iterate(prog, n, args, [device]), repeats) for n in steps}
     slope, intercept = np.polyfit(steps, [seconds[n] for n in steps], 1)
     session = Session(prog, dict(args), device)
     kernel = session.time(prog.plan(None), repeats=max(repeats, 3)).median

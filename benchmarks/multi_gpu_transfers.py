@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
+
+from imagecl.bench.wall import wall_median
 
 
 def gpus() -> list:
@@ -53,16 +54,6 @@ class Side:
                   cl.enqueue_copy(self.queue, down, self.buffer, is_blocking=False)]
         for e in events:
             e.wait()
-
-
-def timed(call, repeats: int) -> float:
-    call()
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs)
 
 
 def touched_round(side: Side, up: np.ndarray, down: Optional[np.ndarray] = None) -> None:
@@ -101,7 +92,7 @@ def measure(nbytes: int, repeats: int) -> dict:
     host_up = np.random.default_rng(0).integers(0, 255, nbytes, dtype=np.uint8)
     host_down = np.empty_like(host_up)
     halves = [(host_up[i * half:(i + 1) * half], host_down[i * half:(i + 1) * half]) for i in range(2)]
-    found = {"bytes": nbytes, "one_gpu_pageable_s": timed(lambda: one.round(host_up, host_down), repeats)}
+    found = {"bytes": nbytes, "one_gpu_pageable_s": wall_median(lambda: one.round(host_up, host_down), repeats)}
 
     def pinned_round(side: Side, up: np.ndarray, down: np.ndarray) -> None:
         n = up.nbytes
@@ -109,11 +100,11 @@ def measure(nbytes: int, repeats: int) -> dict:
         side.round(side.view[:n], side.view[:n])
         np.copyto(down, side.view[:n])
 
-    found["one_gpu_pinned_s"] = timed(lambda: pinned_round(one, host_up, host_down), repeats)
+    found["one_gpu_pinned_s"] = wall_median(lambda: pinned_round(one, host_up, host_down), repeats)
     # a call returns its outputs in new arrays: the copy down then writes pages never touched,
     # and the kernel maps each one in as the copy reaches it (the rounds above reuse theirs)
-    found["one_gpu_fresh_down_s"] = timed(lambda: one.round(host_up, np.empty_like(host_up)), repeats)
-    found["one_gpu_fresh_down_touched_during_up_s"] = timed(lambda: touched_round(one, host_up), repeats)
+    found["one_gpu_fresh_down_s"] = wall_median(lambda: one.round(host_up, np.empty_like(host_up)), repeats)
+    found["one_gpu_fresh_down_touched_during_up_s"] = wall_median(lambda: touched_round(one, host_up), repeats)
     if len(sides) == 2:
         def one_thread() -> None:
             import pyopencl as cl
@@ -126,13 +117,13 @@ def measure(nbytes: int, repeats: int) -> dict:
                 e.wait()
 
         pool = ThreadPoolExecutor(2)
-        found["two_gpus_one_thread_pageable_s"] = timed(one_thread, repeats)
-        found["two_gpus_two_threads_pageable_s"] = timed(
+        found["two_gpus_one_thread_pageable_s"] = wall_median(one_thread, repeats)
+        found["two_gpus_two_threads_pageable_s"] = wall_median(
             lambda: list(pool.map(lambda i: sides[i].round(*halves[i]), range(2))), repeats)
-        found["two_gpus_two_threads_pinned_s"] = timed(
+        found["two_gpus_two_threads_pinned_s"] = wall_median(
             lambda: list(pool.map(lambda i: pinned_round(sides[i], *halves[i]), range(2))), repeats)
-        found["two_gpus_two_threads_fresh_down_s"] = timed(lambda: fresh_halves(pool, sides, host_up, False), repeats)
-        found["two_gpus_two_threads_fresh_down_touched_during_up_s"] = timed(
+        found["two_gpus_two_threads_fresh_down_s"] = wall_median(lambda: fresh_halves(pool, sides, host_up, False), repeats)
+        found["two_gpus_two_threads_fresh_down_touched_during_up_s"] = wall_median(
             lambda: fresh_halves(pool, sides, host_up, True), repeats)
         pool.shutdown()
     found["gb_per_s"] = {k[:-2]: 2 * nbytes / v / 1e9 for k, v in found.items() if k.endswith("_s")}
