@@ -46,6 +46,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 import imagecl  # noqa: E402
+from imagecl.bench.wall import wall_times  # noqa: E402
 from imagecl.errors import ConfigError  # noqa: E402
 from imagecl.bench.split_confirm import confirm  # noqa: E402
 from imagecl.runtime import multidevice, split_tuning, system_model  # noqa: E402
@@ -202,11 +203,7 @@ def pruned_sweep(candidates: list, profiles: list, iterate: bool, steps: int, sl
 
 
 def timed(call, repeats: int) -> dict:
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        runs.append(time.perf_counter() - start)
+    runs = wall_times(call, repeats, warmup=0)
     return {"median_s": statistics.median(runs), "min_s": min(runs), "max_s": max(runs), "runs": runs}
 
 

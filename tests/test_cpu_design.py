@@ -41,6 +41,7 @@ def _live_problem(space, device: "str | None" = "cpu"):
     Measurer.device = select_device(device) if device else None
     return LiveProblem(space, Measurer())
 
+
 def test_plain_spread_often_misses_vector_code_at_small_samples():
     """The premise: vector code is rare, and the plain spread's first three draws often lack it."""
     p = _cpu_space(None)

@@ -108,8 +108,12 @@ def test_touch_pages_zeroes_a_large_band_in_parts_and_leaves_small_arrays():
     whole = np.full(10 * SMALL // 4, 7, np.float32)
     band = whole[: whole.size // 2]  # a band of rows: a view, contiguous
     small = np.full(1000, 7, np.float32)
-    touch_pages([band, small], threads=3)
+    calls = []
+    touch_pages([band, small], threads=3, before=lambda: calls.append(1))
     assert not band.any() and (whole[whole.size // 2:] == 7).all() and (small == 7).all()
+    assert calls == [1]  # once, before the band
+    touch_pages([small], before=lambda: calls.append(2))
+    assert calls == [1]  # nothing to touch: no call (a small call's queue is not flushed)
 
 
 def test_runs():

@@ -231,4 +231,14 @@ def test_devices_of_one_model_share_their_terms_and_their_profile():
     # alone, each device keeps its own profile: where no split pays, the faster twin is chosen
     costly = Terms([0.05, 0.05], [0.0, 0.0])
     assert system_model.predict(costly, twins, groups=[0, 0]).shares == [1.0, 0.0]
-    assert system_model.groups_of.__doc__ and system_model.pooled(twins, None) == twins
+    assert system_model.pooled(twins, None) == twins
+
+
+def test_groups_of_gives_devices_of_one_key_the_first_ones_index():
+    from types import SimpleNamespace
+
+    def device(name, driver="1.0"):
+        return SimpleNamespace(name=name, driver_version=driver, platform=SimpleNamespace(name="P"))
+
+    devices = [device("gpu"), device("cpu"), device("gpu"), device("gpu", "2.0")]
+    assert system_model.groups_of(devices) == [0, 1, 0, 3]

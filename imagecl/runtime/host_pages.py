@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 import numpy as np
 
@@ -34,13 +34,17 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
-def touch_pages(arrays: Iterable[np.ndarray], threads: int = THREADS) -> None:
+def touch_pages(arrays: Iterable[np.ndarray], threads: int = THREADS,
+                before: Optional[Callable[[], None]] = None) -> None:
     """Write zeros over each array of SMALL bytes or more (new, C-contiguous: what it holds is
     lost), in up to `threads` parts at once. A smaller one is left as it is: the allocator takes
-    it from memory already mapped, and a fill would only add to a small call's cost."""
-    for array in arrays:
-        if array.nbytes < SMALL or not array.flags.c_contiguous or not array.flags.writeable:
-            continue
+    it from memory already mapped, and a fill would only add to a small call's cost. `before` is
+    called once before the first page is touched, and not at all when none is (a queue's flush:
+    the device starts its work before the host starts its own, and a small call pays nothing)."""
+    large = [a for a in arrays if a.nbytes >= SMALL and a.flags.c_contiguous and a.flags.writeable]
+    if large and before is not None:
+        before()
+    for array in large:
         flat = array.reshape(-1)
         parts = max(1, min(threads, array.nbytes // SMALL))
         edges = np.linspace(0, flat.size, parts + 1).astype(np.int64)

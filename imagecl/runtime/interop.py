@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ArgumentError, ExecutionError
 from .arguments import PreparedArgs
 from .devices import context_and_queue, select_device
+from .host_pages import touch_pages
 
 RETURNS = ("numpy", "device")
 
@@ -232,13 +233,10 @@ def finish(target: Target, kernel_name: str, enqueued: Enqueued, returns: str,
             if not timed:
                 return outputs, None
         else:
-            from .host_pages import touch_pages
-
-            target.queue.flush()
             # new host arrays, their pages mapped while the device runs (a driver's copy down into
             # pages never touched maps them one by one behind its staging buffer)
             outputs = {name: np.empty(array.shape, array.dtype) for name, array in enqueued.outputs.items()}
-            touch_pages(outputs.values())
+            touch_pages(outputs.values(), before=target.queue.flush)
             for name, array in enqueued.outputs.items():
                 array.get(queue=target.queue, ary=outputs[name])
         enqueued.event.wait()

@@ -489,12 +489,11 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
             for a, b in runs(wanted):
                 transfers.upload(part, part.memory[name], host, a, b, dims)
         kernel_events = _enqueue(program, part, part.memory, [band])
-        if part.device.type & cl.device_type.GPU:
-            # started before the host's page work below (measured on GPUs only: with three PoCL CPU
-            # devices an early flush here met a PoCL 3.1 assertion in a full test run)
-            part.queue.flush()
-        # while the device uploads and computes, the pages its band of each new output comes back to
-        touch_pages([results[n][band[0]:band[1]] for n in prepared.outputs if n in overwritten])
+        # while the device uploads and computes, the pages its band of each new output comes back
+        # to; a GPU's queue flushed first (measured on GPUs only: with three PoCL CPU devices an
+        # early flush here met a PoCL 3.1 assertion in a full test run)
+        touch_pages([results[n][band[0]:band[1]] for n in prepared.outputs if n in overwritten],
+                    before=part.queue.flush if part.device.type & cl.device_type.GPU else None)
         for name in prepared.outputs:  # an output not of the grid's shape: the band's rows it has
             stop = min(band[1], results[name].shape[0])
             if stop > band[0]:

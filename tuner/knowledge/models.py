@@ -8,8 +8,9 @@ output). Its candidates are ordered by the predicted time, or (`order="lambdaran
 learning-to-rank model (LightGBM's LambdaRank) trained on each case's configurations graded by
 their share of the case's best: what a zero-shot pick needs is the top of each case's order, which
 a regression of every configuration's time serves only indirectly. `J48Baseline` is OmniTune's
-baseline: a decision tree from the case's features straight to the best configuration seen. Both return only candidates they are given, never a predicted or
-known failure, so what they return is legal in the target's space by construction.
+baseline: a decision tree from the case's features straight to the best configuration seen. Both
+return only candidates they are given, never a predicted or known failure, so what they return is
+legal in the target's space by construction.
 """
 from __future__ import annotations
 
