@@ -14,6 +14,7 @@ from .errors import ArgumentError, ConfigError, ImageCLError
 from .frontend.parser import parse
 from .frontend.source import decode_source
 from .passes.coverage import overwritten_images
+from .passes.rounding import rounded_outputs
 from .passes.footprint import AccessAnalysis
 from .passes.semantic import ProgramInfo, analyse
 from .runtime import interop, launcher
@@ -292,6 +293,12 @@ class Program:
         """The written images every run overwrites whole (passes/coverage.py): a run neither
         zero-fills nor copies in their old contents."""
         return overwritten_images(self.info)
+
+    @functools.cached_property
+    def rounded_outputs(self) -> frozenset[str]:
+        """The integer outputs that hold rounded floating-point results (passes/rounding.py):
+        a variant's may be one apart from the reference's on a few elements."""
+        return rounded_outputs(self.info)
 
     def _ready_for(self, target: "interop.Target", prepared: PreparedArgs,
                    config: Optional[Mapping[str, Any] | str]) -> "Ready":

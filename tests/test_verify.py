@@ -142,7 +142,7 @@ def test_a_hand_written_kernel_is_checked_on_the_device_against_a_conditional_re
     downloads = []
     real_copy = cl.enqueue_copy
     monkeypatch.setattr(cl, "enqueue_copy", lambda queue, dest, src, **kw: (
-        downloads.append(dest) if isinstance(dest, np.ndarray) and dest.size > 1 else None,
+        downloads.append(dest) if isinstance(dest, np.ndarray) and dest.size > 2 else None,  # not the two counts
         real_copy(queue, dest, src, **kw))[1])
     assert runner.time({"MODE": 0}, repeats=1, verify=True, read_outputs=False).problem is None
     assert not downloads  # a right variant's output is compared on the device, not downloaded
@@ -225,3 +225,94 @@ def test_a_groups_later_configurations_do_not_read_the_build_cache_again(runner,
     launcher.forget(device, source, options)  # the group is done: the next one loads it again
     assert _measure_one(second, runner, device, cache, 1, 1, 0.1, {}, float("inf"))["status"] == "ok"
     assert len(reads) == 3
+
+
+# Integer outputs of a floating-point computation may be one apart between correct variants
+# (passes/rounding.py). SHIFT 1 moves one pixel by one unit, as a different `exp` may near a
+# rounding boundary; SHIFT 2 truncates instead of rounding, which moves about half of them.
+ROUNDED = """
+#pragma imcl grid(a)
+#pragma imcl tunable(SHIFT: 0, 1, 2)
+void f(Image<uchar> a, Image<uchar> o) {
+    float v = (float)a[idx][idy] * 0.7f + 0.35f;
+    if (SHIFT == 1 && idx == 5 && idy == 3)
+        v += 1.0f;
+    o[idx][idy] = SHIFT == 2 ? (uchar)v : convert_uchar_sat(v + 0.5f);
+}
+"""
+# the same one-unit change in a program with no floating point is a wrong result
+EXACT = """
+#pragma imcl grid(a)
+#pragma imcl tunable(SHIFT: 0, 1)
+void f(Image<uchar> a, Image<uchar> o) {
+    int v = a[idx][idy] / 2;
+    if (SHIFT == 1 && idx == 5 && idy == 3)
+        v += 1;
+    o[idx][idy] = v;
+}
+"""
+
+
+def _runner_of(source: str, shape=(40, 50)):
+    a = np.random.default_rng(7).integers(0, 256, shape, dtype=np.uint8)
+    device = select_device("cpu")
+    program = imagecl.compile(source, "<rounded>")
+    target = ProgramTarget(program, {"a": a, "o": np.zeros_like(a)}, device)
+    return program, make_runner(target.worker_setup(), device)
+
+
+def test_which_outputs_hold_rounded_floating_point_results():
+    assert imagecl.compile(ROUNDED, "<r>").rounded_outputs == {"o"}
+    assert imagecl.compile(EXACT, "<e>").rounded_outputs == frozenset()
+    assert imagecl.load("../examples/bilateral.icl").rounded_outputs == {"output"}
+    for exact in ("median", "conway"):  # integer programs stay exact
+        assert imagecl.load(f"../examples/{exact}.icl").rounded_outputs == frozenset()
+    # a float output is checked within its tolerance, not by units
+    assert imagecl.load("../examples/convolution9.icl").rounded_outputs == frozenset()
+
+
+def test_a_rounded_output_may_be_one_apart_on_a_few_pixels_only():
+    _, runner = _runner_of(ROUNDED)
+    assert runner.time({"SHIFT": 1}, repeats=1, verify=True, read_outputs=False).problem is None
+    problem = runner.time({"SHIFT": 2}, repeats=1, verify=True, read_outputs=False).problem
+    a = np.random.default_rng(7).integers(0, 256, (40, 50), dtype=np.uint8).astype(np.float32)
+    v = a * np.float32(0.7) + np.float32(0.35)
+    moved = int((np.floor(v) != np.floor(v + np.float32(0.5))).sum())  # NumPy: what truncation moves
+    assert moved > 200
+    assert problem is not None and f"({moved} of 2000 values; {moved} values one apart" in problem
+
+
+def test_an_integer_program_is_checked_exactly():
+    _, runner = _runner_of(EXACT)
+    problem = runner.time({"SHIFT": 1}, repeats=1, verify=True, read_outputs=False).problem
+    assert problem is not None and "differs at (3, 5)" in problem and "(1 of 2000 values)" in problem
+
+
+def test_the_device_counts_rounded_outputs_like_numpy():
+    import pyopencl as cl
+
+    device = select_device("cpu")
+    context, queue = context_and_queue(device)
+    rng = np.random.default_rng(3)
+    ref = rng.integers(2, 250, 3000).astype(np.uint8)
+    ref[:2] = (0, 255)  # poison_values then picks 254, one below a reference value
+
+    def count(out, poisoned=True):
+        buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=out)
+        verifier = Verifier(device)
+        verifier.add("o", "output 'o'", buffer, ref, poisoned=poisoned, rounded=True)
+        return verifier.mismatches(0)["o"], verifier
+
+    n, verifier = count(ref.copy())
+    assert n == 0 and verifier.outputs["o"].allowance == 3 and verifier.outputs["o"].poisons == [254]
+    out = ref.copy()
+    out[[10, 20, 30]] += 1  # three one apart: within the allowance
+    assert count(out)[0] == 0
+    out[40] -= 1  # four: beyond it, and then every one of them counts
+    assert count(out)[0] == 4
+    out = ref.copy()
+    out[1] = 254  # the poison, one below the reference's 255: a forgotten element, not a rounding
+    assert count(out)[0] == 1
+    assert count(out, poisoned=False)[0] == 0  # restored, not poisoned: 254 is just one apart
+    out[50] += 2  # two apart is never a rounding
+    assert count(out, poisoned=False)[0] == 1

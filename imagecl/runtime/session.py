@@ -111,7 +111,7 @@ class Session:
         for name in self.prepared.outputs:
             host, unwritten = references[name]
             self.verifier.add(name, f"output '{name}'", self.buffers[name], host, unwritten,
-                              poisoned=name not in self.read_write)
+                              poisoned=name not in self.read_write, rounded=name in self.program.rounded_outputs)
         return {name: references[name][0] for name in self.prepared.outputs}
 
     def set_reference(self, outputs: Mapping[str, np.ndarray]) -> None:
@@ -120,7 +120,7 @@ class Session:
         self.verifier = Verifier(self.device)
         for name, host in outputs.items():
             self.verifier.add(name, f"output '{name}'", self.buffers[name], np.asarray(host),
-                              poisoned=name not in self.read_write)
+                              poisoned=name not in self.read_write, rounded=name in self.program.rounded_outputs)
 
     def download(self) -> dict[str, np.ndarray]:
         import pyopencl as cl
