@@ -817,14 +817,15 @@ def _results(args) -> int:
         print(f"{mask(args.db)}: no measurements")
         return 0
     runs: dict = {}
-    for r in records:
-        runs.setdefault((r.program_name, r.device, r.problem_size), []).append(r)
-    for (name, device, size), rs in runs.items():
+    for r in records:  # devices of one name but another size are other devices
+        runs.setdefault((r.program_name, r.device, r.compute_units, r.problem_size), []).append(r)
+    for (name, device, units, size), rs in runs.items():
         ok = [r for r in rs if r.time is not None]
         statuses = {}
         for r in rs:
             statuses[r.status] = statuses.get(r.status, 0) + 1
-        print(f"{terminal(name)} on {terminal(device)}, size {terminal(size)}: {len(rs)} records "
+        size_of_device = f" ({units} compute units)" if units else ""
+        print(f"{terminal(name)} on {terminal(device)}{size_of_device}, size {terminal(size)}: {len(rs)} records "
               f"({', '.join(f'{k} {v}' for k, v in sorted(statuses.items()))})")
         for r in sorted(ok, key=lambda r: r.time)[:5]:
             print(f"  {r.time * 1e3:10.4f} ms  {json.dumps(r.config)}")

@@ -60,9 +60,10 @@ def describe_variant(program, config: Mapping[str, int], device=None, problem_sh
         "program_key": program_key(info.unit),  # lets `imagecl.load(folder)` check the program is the one tuned
         "kernel": program.name,
         "opencl_kernel": program.kernel_symbol,
-        "device": d.name,
+        "device": d.name,  # what the host wrapper selects the device by
         "platform": d.platform,
         "driver": d.driver,
+        "compute_units": d.compute_units,  # the device's size: one name can have several (a 16- and a 32-core VM)
         "configuration": dict(config),
         "problem_size": None if problem_shape is None else list(reversed(problem_shape)),
         "grid": {"images": info.grid, "fixed_size": list(info.grid_size) if info.grid_size else None,

@@ -1,6 +1,7 @@
 """Measurement and tuning on a Dask cluster (tuner/cluster.py): a local cluster of two PoCL devices."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import signal
@@ -173,6 +174,40 @@ def test_a_worker_with_other_synthetic_inputs_than_the_client_is_refused(tmp_pat
         with pytest.raises(ClusterError, match="other inputs than the client"):
             cluster.measure(prog.space_for(problem_shape=SHAPE).random(2, seed=2))
         assert not list(store.records())
+
+
+def test_a_worker_whose_device_is_another_size_is_refused_naming_the_compute_units(sobel):
+    """The run is for a device of this worker's device's name and driver with twice its compute
+    units (a 32-core VM's PoCL device; the worker's VM has 16): its times are not the run's."""
+    from imagecl.runtime.devices import select_device
+    from imagecl.tuner.cluster import _worker_measurer
+    from imagecl.tuner.target import run_key
+
+    prog, args = sobel
+    mine = run_key(prog, select_device(None), SHAPE)
+    larger = dataclasses.replace(mine, compute_units=2 * mine.compute_units)
+    setup = {"key": "another-size", "arguments": args, "synthetic": None, "source": prog.info.unit.source,
+             "filename": prog.filename, "run": larger, "any_device": False}
+    with pytest.raises(ClusterError) as refused:
+        _worker_measurer(setup)
+    message = str(refused.value)
+    assert (f"a worker's device is {mine.device} (driver {mine.driver}, {mine.compute_units} compute units), "
+            f"the run is for {mine.device} (driver {mine.driver}, {larger.compute_units} compute units)") in message
+    assert "another size of device" in message
+
+
+def test_local_workers_take_only_devices_of_the_chosen_ones_size(monkeypatch):
+    from types import SimpleNamespace
+
+    from imagecl.runtime import devices
+    from imagecl.tuner.cluster import local_devices
+
+    found = [SimpleNamespace(name="Xeon ", driver_version="5.0", max_compute_units=n) for n in (16, 32, 16)]
+    monkeypatch.setattr(devices, "_all_devices", lambda: found)
+    monkeypatch.setattr(devices, "select_device", lambda device=None: found[0])
+    assert local_devices(2) == [0, 2]
+    with pytest.raises(ArgumentError, match=r"has 2 OpenCL devices like Xeon \(driver 5.0, 16 compute units\)"):
+        local_devices(3)
 
 
 def test_large_given_images_go_to_each_worker_once(tmp_path, client):

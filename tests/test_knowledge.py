@@ -12,8 +12,9 @@ import pytest
 
 import imagecl
 from imagecl.features import CONFIG_FIELDS, DeviceFeatures, encode_config, size_names
-from imagecl.tuner.knowledge import J48Baseline, PairRanker, assemble, device_from_json, predict, seeds
-from imagecl.tuner.knowledge.dataset import LAUNCH_FIELDS, Dataset, launch_features, limits_from_features, pair_matrix
+from imagecl.tuner.knowledge import J48Baseline, PairRanker, assemble, device_from_json, device_of, predict, seeds
+from imagecl.tuner.knowledge.dataset import LAUNCH_FIELDS, Dataset, device_value, launch_features, \
+    limits_from_features, pair_matrix
 from imagecl.tuner.knowledge.evaluate import best_single, case_result, evaluate_split, summarize
 from imagecl.tuner.knowledge.models import fills_the_cores
 from imagecl.tuner.store import Record, canonical_config, text_hash
@@ -66,6 +67,28 @@ def test_assembly_matches_records(sobel, device):
         np.testing.assert_allclose(data.config_features[i], expected)
     width = data.case_features.shape[1]
     np.testing.assert_allclose(data.pair_features()[:, width:], data.config_features)
+
+
+def test_records_are_learned_with_the_features_of_their_own_size_of_device(sobel, device):
+    """PoCL names a 16- and a 32-core Xeon VM alike (the features file is the 16-core one's): a
+    record of the 32-core VM is never learned with the 16-core one's features, one stored before
+    the store kept compute units (0) is learned with those of its device's name, as knowledge
+    folders' stores always were, and each size is a case of its own."""
+    import dataclasses
+
+    assert device.compute_units == 16
+    records, _ = _records(sobel, device)
+    sized = {n: [dataclasses.replace(r, compute_units=n) for r in records] for n in (0, 16, 32)}
+    programs = {records[0].program_hash: sobel}
+    data, skipped = assemble([r for n in (0, 16, 32) for r in sized[n]], programs, {device.name: device})
+    assert skipped == len(records) and [c.compute_units for c in data.cases] == [0, 16]
+    large = dataclasses.replace(device, compute_units=32)
+    # by name and compute units, as the service keys them: each size its own features
+    data, skipped = assemble([r for n in (16, 32) for r in sized[n]], programs,
+                             {(device.name, 16): device, (device.name, 32): large})
+    assert skipped == 0 and [c.compute_units for c in data.cases] == [16, 32]
+    assert [device_value(row, "compute_units") for row in data.case_features] == [16, 32]
+    assert device_of(sized[0][0], {(device.name, 16): device}) is None  # a key of a known size: never unsized
 
 
 def _toy(fail_wide: bool = False, seed: int = 0) -> Dataset:

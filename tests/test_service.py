@@ -161,6 +161,56 @@ def test_malformed_or_hostile_input_is_a_4xx_that_changes_nothing(server, raw, s
     assert _snapshot(db) == before
 
 
+def _without_units() -> dict:
+    return {k: v for k, v in DEVICE.items() if k != "compute_units"}
+
+
+@pytest.mark.parametrize("device, message", [
+    (_without_units(), "device: missing field 'compute_units' (the device's number of compute units"),
+    ({**DEVICE, "compute_units": 0}, "device.compute_units: 0 is outside 1.."),
+    ({**DEVICE, "compute_units": -16}, "device.compute_units: -16 is outside 1.."),
+    ({**DEVICE, "compute_units": "16"}, "device.compute_units: expected an integer, got a string"),
+    ({**DEVICE, "compute_units": 16.0}, "device.compute_units: expected an integer, got a number"),
+    ({**DEVICE, "compute_units": None}, "device.compute_units: expected an integer, got null"),
+])
+def test_a_device_needs_its_positive_number_of_compute_units(server, device, message):
+    """Without it the service could not tell a device from another of its name and driver but
+    another size; an older client that does not send it is told to update, with a 400."""
+    before = _snapshot(server.knowledge.address)
+    for verb, data in (("request", body(device=device)), ("request-training", body(device=device)),
+                       ("submit", {**body(device=device), "configuration": {}, "seconds": 1e-3}),
+                       ("refuse", {**body(device=device), "configuration": {}})):
+        status, reply = _post(server, verb, data, token=True)
+        assert status == 400 and message in reply["error"], (verb, reply)
+    assert "update imagecl on the client" in _post(server, "request", body(device=_without_units()))[1]["error"]
+    assert _snapshot(server.knowledge.address) == before
+
+
+def test_devices_of_one_name_and_driver_but_another_size_are_kept_apart(tmp_path):
+    """PoCL names a 16- and a 32-core Xeon VM alike: what the service learned of one, measured
+    or refused, it never tells the other."""
+    server = ThreadServer(_settings(tmp_path, cache_seconds=60.0, train=False))
+    small, large = {**DEVICE, "compute_units": 16}, {**DEVICE, "compute_units": 32}
+    space = _space()
+    default = space.complete({})
+    fast = next(space.complete(c) for c in space.random(20, seed=4) if space.complete(c) != default)
+    try:
+        assert _post(server, "request", body(device=small))[1]["source"] == "default"  # cached for the small VM
+        assert _post(server, "submit", {**body(device=large), "configuration": fast, "seconds": 1e-6}, True)[0] == 200
+        assert _post(server, "refuse", {**body(device=small), "configuration": default}, True)[0] == 200
+        on_large = _post(server, "request", body(device=large))[1]
+        assert (on_large["source"], on_large["configuration"]) == ("measured", fast)
+        assert _post(server, "request-training", body(device=large))[1]["configuration"] == default
+        on_small = _post(server, "request", body(device=small))[1]
+        assert on_small["source"] != "measured" and on_small["configuration"] not in (fast, default)
+    finally:
+        server.stop()
+    with Store(str(tmp_path / "service.db"), readonly=True) as store:
+        (record,) = store.records()
+        assert (record.device, record.compute_units) == (DEVICE["name"], 32)
+        assert set(store.devices()) == {(DEVICE["name"], DEVICE["driver"], 16), (DEVICE["name"], DEVICE["driver"], 32)}
+
+
 def test_hostile_but_valid_names_are_stored_as_text(server, tmp_path):
     """User text reaches the store as values, never as SQL, and never as a path."""
     evil = "x'); DROP TABLE measurements; --"

@@ -50,7 +50,7 @@ def served(tmp_path_factory):
         assert server.knowledge.model_info["state"] == "ready", server.knowledge.model_info
         reply = server.http.post("/request", json=body(PROGRAM, size=UNMEASURED))
         assert reply.status_code == 200, reply.text
-        rankings = [r for k, r in server.knowledge.rankings.items() if k[3] == "x".join(map(str, UNMEASURED))]
+        rankings = [r for k, r in server.knowledge.rankings.items() if k[-1] == "x".join(map(str, UNMEASURED))]
         yield folder, server.knowledge.model, reply.json(), rankings
     finally:
         server.stop()

@@ -17,26 +17,32 @@ from imagecl.service.app import Settings
 from imagecl.service.knowledge import Knowledge
 from imagecl.tuner.knowledge import device_from_json
 from imagecl.tuner.store import SCHEMA_VERSION, Store, StoreError, canonical_config
+from old_stores import make_store
 from service_util import EXAMPLES
 
 
 def test_refusals_programs_and_devices_round_trip(store_address):
     with Store(store_address) as store:
-        store.refuse("k" * 16, "dev'ice", "drv", {"wg_x": 4, "a": 1})
-        store.refuse("k" * 16, "dev'ice", "drv", {"a": 1, "wg_x": 4})  # the same configuration: kept once
-        store.refuse("k" * 16, "other", "drv", {"wg_x": 8})
+        store.refuse("k" * 16, "dev'ice", "drv", 16, {"wg_x": 4, "a": 1})
+        store.refuse("k" * 16, "dev'ice", "drv", 16, {"a": 1, "wg_x": 4})  # the same configuration: kept once
+        store.refuse("k" * 16, "other", "drv", 16, {"wg_x": 8})
+        store.refuse("k" * 16, "dev'ice", "drv", 32, {"wg_x": 2})  # a device of that name of another size
         store.add_program("h1", "k" * 16, "blur", "void f() {}")
         store.add_program("h1", "k" * 16, "blur", "void f() {}")
-        store.add_device("dev'ice", "drv", {"name": "dev'ice", "n": 1})
-        store.add_device("dev'ice", "drv", {"name": "dev'ice", "n": 2})  # newer features replace older ones
+        store.add_device("dev'ice", "drv", {"name": "dev'ice", "n": 1}, 16)
+        store.add_device("dev'ice", "drv", {"name": "dev'ice", "n": 2}, 16)  # newer features replace older ones
+        store.add_device("dev'ice", "drv", {"name": "dev'ice", "n": 3}, 32)
     with Store(store_address, readonly=True) as store:
-        assert store.refused("k" * 16, "dev'ice", "drv") == [{"a": 1, "wg_x": 4}]
-        assert store.refused("k" * 16, "dev'ice", "other") == []
+        assert store.refused("k" * 16, "dev'ice", "drv", 16) == [{"a": 1, "wg_x": 4}]
+        assert store.refused("k" * 16, "dev'ice", "drv", 32) == [{"wg_x": 2}]
+        assert store.refused("k" * 16, "dev'ice", "drv", 0) == []
+        assert store.refused("k" * 16, "dev'ice", "other", 16) == []
         assert store.programs() == [("h1", "k" * 16, "blur", "void f() {}")]
         assert store.program_hashes("k" * 16) == ["h1"]
-        assert store.devices() == {("dev'ice", "drv"): {"name": "dev'ice", "n": 2}}
+        assert store.devices() == {("dev'ice", "drv", 16): {"name": "dev'ice", "n": 2},
+                                   ("dev'ice", "drv", 32): {"name": "dev'ice", "n": 3}}
         with pytest.raises(StoreError, match="read-only"):
-            store.refuse("k" * 16, "d", "v", {})
+            store.refuse("k" * 16, "d", "v", 1, {})
 
 
 def _make_version_1(path):
@@ -58,11 +64,11 @@ def test_a_version_1_sqlite_store_is_read_as_it_is_and_upgraded_for_writing(tmp_
     db = tmp_path / "v1.db"
     _make_version_1(db)
     with Store(db, readonly=True) as store:
-        assert store.refused("k", "d", "v") == [] and store.programs() == []
+        assert store.refused("k", "d", "v", 0) == [] and store.programs() == []
     assert {r[0] for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master")} >= {"meta"}
     assert "refusals" not in {r[0] for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master")}
     with Store(db) as store:
-        store.refuse("k", "d", "v", {"wg_x": 2})
+        store.refuse("k", "d", "v", 4, {"wg_x": 2})
     con = sqlite3.connect(db)
     assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
     con.close()
@@ -88,15 +94,12 @@ def test_a_version_1_postgres_store_is_upgraded(pg_server):
     import psycopg
 
     url = pg_server.new_database()
-    Store(url).close()
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP TABLE imagecl.refusals, imagecl.programs, imagecl.devices")
-        conn.execute("UPDATE imagecl.meta SET value='1' WHERE key='schema_version'")
+    make_store(url, 1)
     with Store(url, readonly=True) as store:
-        assert store.refused("k", "d", "v") == []
+        assert store.refused("k", "d", "v", 4) == []
     with Store(url) as store:
-        store.refuse("k", "d", "v", {"wg_x": 2})
-        assert store.refused("k", "d", "v") == [{"wg_x": 2}]
+        store.refuse("k", "d", "v", 4, {"wg_x": 2})
+        assert store.refused("k", "d", "v", 4) == [{"wg_x": 2}]
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT value FROM imagecl.meta WHERE key='schema_version'").fetchone() == (
             str(SCHEMA_VERSION),)

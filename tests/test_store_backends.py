@@ -2,8 +2,10 @@
 plus what only a shared server has: concurrent writers, two stores on one database, restarts."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -11,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from old_stores import make_store
 
 from imagecl.tuner.address import mask
 from imagecl.tuner.store import Record, RunKey, Store, StoreError, canonical_config
@@ -59,6 +62,92 @@ def test_add_many_is_one_transaction(store_address):
         # a batch written again replaces its records, as add does
         store.add_many(RUN, [_ok(1, 9e-3)])
         assert [(r.config["wg_x"], r.time) for r in store.records(RUN)] == [(2, 2e-3), (4, 4e-3), (1, 9e-3)]
+
+
+# PoCL names a 16- and a 32-core Xeon VM alike: one device name and driver, two sizes
+XEON = ("cpu-skylake-avx512-Intel(R) Xeon(R) Processor", "5.0+debian")
+XEON_16 = RunKey("p0", "blur", *XEON, "64x64", compute_units=16)
+XEON_32 = dataclasses.replace(XEON_16, compute_units=32)
+XEON_UNSIZED = dataclasses.replace(XEON_16, compute_units=0)
+
+
+def test_devices_of_one_name_and_driver_but_other_compute_units_are_kept_apart(store_address):
+    with Store(store_address) as store:
+        store.add(XEON_16, _ok(1, 2e-3))
+        store.add(XEON_32, _ok(1, 1e-3))  # the same configuration on the larger VM: a record of its own
+        store.add(XEON_32, _ok(2, 3e-3))
+        store.add(XEON_16, _ok(1, 4e-3))  # written again: still one record of that configuration
+        assert [(r.config["wg_x"], r.time, r.compute_units) for r in store.records(XEON_16)] == [(1, 4e-3, 16)]
+        assert [r.time for r in store.records(XEON_32)] == [1e-3, 3e-3]
+        assert store.done_keys(XEON_16) == {canonical_config(_ok(1).config)}
+        assert list(store.records(XEON_UNSIZED)) == [] and store.unsized(XEON_16) == 0
+        assert store.runs() == [XEON_16, XEON_32]
+        assert [r.compute_units for r in store.records()] == [32, 32, 16]
+
+
+def test_a_version_2_store_is_upgraded_and_its_records_are_reused_by_no_sized_run(store_address):
+    make_store(store_address, 2, records=[(XEON_UNSIZED, _ok(x, x * 1e-3)) for x in (1, 2)],
+               refusals=[("k" * 16, *XEON, {"wg_x": 4})], devices=[(*XEON, {"name": XEON[0]})])
+    with Store(store_address, readonly=True) as old:  # read as it is: compute units unknown
+        assert [(r.time, r.compute_units) for r in old.records()] == [(1e-3, 0), (2e-3, 0)]
+        assert old.runs() == [XEON_UNSIZED]
+        assert old.unsized(XEON_16) == 2 and list(old.records(XEON_16)) == []
+        assert old.refused("k" * 16, *XEON, 0) == [{"wg_x": 4}] and old.refused("k" * 16, *XEON, 16) == []
+        assert old.devices() == {(*XEON, 0): {"name": XEON[0]}}
+    assert _schema_version(store_address) == "2"  # reading changed nothing
+    with Store(store_address) as store:
+        assert _schema_version(store_address) == "3"
+        assert [(r.time, r.compute_units) for r in store.records(XEON_UNSIZED)] == [(1e-3, 0), (2e-3, 0)]
+        assert list(store.records(XEON_16)) == [] and store.done_keys(XEON_16) == set()
+        assert store.unsized(XEON_16) == 2 and store.unsized(XEON_UNSIZED) == 0
+        assert store.refused("k" * 16, *XEON, 16) == [] and store.refused("k" * 16, *XEON, 0) == [{"wg_x": 4}]
+        assert store.devices() == {(*XEON, 0): {"name": XEON[0]}}
+        store.add(XEON_16, _ok(1, 5e-3))  # measured again on the 16-core VM, beside the unsized record
+        store.refuse("k" * 16, *XEON, 16, {"wg_x": 8})
+        store.add_device(*XEON, {"name": XEON[0], "compute_units": 16}, 16)
+        assert [r.time for r in store.records(XEON_16)] == [5e-3]
+        assert len(list(store.records())) == 3
+    with Store(store_address) as again:  # opening an upgraded store changes nothing
+        assert len(list(again.records())) == 3 and again.refused("k" * 16, *XEON, 16) == [{"wg_x": 8}]
+
+
+def test_tune_does_not_reuse_an_upgraded_stores_unsized_records_and_says_so_once(store_address, tmp_path):
+    """A version-2 store holds box_blur's default configuration at this size on a device of this
+    machine's device's name and driver, absurdly fast: measured on a device of another size,
+    perhaps. `imagecl tune` measures it again, keeps the old record apart, and says why once."""
+    import imagecl
+    from imagecl.runtime.devices import select_device
+    from imagecl.tuner.target import run_key
+
+    program = imagecl.load(EXAMPLES / "box_blur.icl")
+    device = select_device(None)
+    run = run_key(program, device, (16, 24))
+    space = program.space_for(device, (16, 24))
+    default, other = space.complete(space.defaults), space.random(1, seed=3)[0]
+    unsized = dataclasses.replace(run, compute_units=0)
+    make_store(store_address, 2, records=[(unsized, Record(default, "ok", 1e-9, [1e-9])),
+                                          (unsized, Record(other, "ok", 1e-9, [1e-9]))])
+    env = {**os.environ, "IMAGECL_TUNED": str(tmp_path / "registry")}
+    result = subprocess.run([sys.executable, "-m", "imagecl", "tune", str(EXAMPLES / "box_blur.icl"), "--size",
+                             "24x16", "--budget", "2", "--confirm", "0", "--no-knowledge", "--db", store_address,
+                             "-o", str(tmp_path / "tuned")], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("not reusing 2 older records") == 1, result.stderr
+    assert "stored without the device's number of compute units" in result.stderr
+    with Store(store_address, readonly=True) as store:
+        measured = {canonical_config(r.config): r for r in store.records(run)}
+        assert measured[canonical_config(default)].time > 1e-9  # measured here, not taken from the old record
+        assert [r.time for r in store.records(unsized)] == [1e-9, 1e-9]  # kept, apart
+
+
+def _schema_version(address: str) -> str:
+    if address.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(address) as conn:
+            return conn.execute("SELECT value FROM imagecl.meta WHERE key='schema_version'").fetchone()[0]
+    with sqlite3.connect(address) as con:
+        return con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
 
 
 def test_postgres_add_many_refused_midway_stores_nothing(pg_server):

@@ -168,6 +168,8 @@ def test_seeds_from_store_take_other_programs_on_this_device_only(tmp_path):
         _run("alpha"): [(cfg(8, 8, 2), 1e-3), (cfg(8, 8, 1), 2e-3)],
         _run("other-device", device="cpu"): [(cfg(128, 1, 1), 1e-9)],
         RunKey("hash-other-driver", "other-driver", "gpu", "driver 2", "512x512"): [(cfg(2, 64, 1), 1e-9)],
+        # a device of this name and driver but another size (a MIG slice of the GPU, say)
+        RunKey("hash-other-size", "other-size", "gpu", "driver 1", "512x512", 14): [(cfg(2, 32, 1), 1e-9)],
     })
     store.add(_run("alpha"), Record(cfg(1, 2, 4), "wrong_output", 1e-9))  # timed, but wrong: not a seed
     with store:

@@ -715,11 +715,13 @@ def test_kernel_tuner_strategies_replay_our_cache_files(tmp_path):
 def test_prior_from_store_takes_other_sizes_of_the_same_program_and_device(tmp_path):
     live = importlib.import_module("imagecl.tuner.live")
     store_mod = importlib.import_module("imagecl.tuner.store")
-    here = store_mod.RunKey("p1", "blur", "gpu", "1.0", "64x32")
-    other = store_mod.RunKey("p1", "blur", "gpu", "1.0", "128x64")
-    unrelated = [store_mod.RunKey("p2", "sobel", "gpu", "1.0", "128x64"),  # another program
-                 store_mod.RunKey("p1", "blur", "cpu", "1.0", "128x64"),   # another device
-                 store_mod.RunKey("p1", "blur", "gpu", "2.0", "128x64")]   # another driver
+    here = store_mod.RunKey("p1", "blur", "gpu", "1.0", "64x32", 132)
+    other = store_mod.RunKey("p1", "blur", "gpu", "1.0", "128x64", 132)
+    unrelated = [store_mod.RunKey("p2", "sobel", "gpu", "1.0", "128x64", 132),  # another program
+                 store_mod.RunKey("p1", "blur", "cpu", "1.0", "128x64", 132),   # another device
+                 store_mod.RunKey("p1", "blur", "gpu", "2.0", "128x64", 132),   # another driver
+                 store_mod.RunKey("p1", "blur", "gpu", "1.0", "128x64", 14),    # another size of device (MIG)
+                 store_mod.RunKey("p1", "blur", "gpu", "1.0", "128x64", 0)]     # stored when sizes were unknown
     with store_mod.Store(tmp_path / "m.db") as store:
         store.add(here, store_mod.Record({"wg_x": 8}, "ok", 1e-3, [1e-3]))
         store.add(other, store_mod.Record({"wg_x": 8}, "ok", 4e-3, [4e-3]))

@@ -38,7 +38,7 @@ from ..errors import ArgumentError, ImageCLError
 from .engine import MeasureOptions, Measurer, Summary
 from .pipeline import BuildPipeline, builder_count
 from .store import Record, RunKey, Store, canonical_config, settled
-from .target import ProgramTarget
+from .target import ProgramTarget, device_identity
 from .validate import plan_measurements
 
 RESOURCE = "opencl"  # every device worker offers one; every task takes one
@@ -148,18 +148,25 @@ def parse_cluster(text: str) -> ClusterSpec:
     return ClusterSpec(address=text)
 
 
+def describe_device(identity: tuple[str, str, int]) -> str:
+    """A device's (name, driver, compute units), as messages name it."""
+    name, driver, units = identity
+    return f"{name} (driver {driver}, {units} compute units)"
+
+
 def local_devices(count: int, device: Any = None) -> list[int]:
-    """The indices of `count` OpenCL devices of this machine of the kind (name and driver) of
-    `device` (select_device's default if None), the first ones; ArgumentError when it has fewer."""
+    """The indices of `count` OpenCL devices of this machine of the kind (name, driver and compute
+    units) of `device` (select_device's default if None), the first ones; ArgumentError when it
+    has fewer."""
     from ..runtime.devices import _all_devices, select_device
 
-    chosen = select_device(device)
-    kind = (chosen.name.strip(), chosen.driver_version.strip())
-    found = [i for i, d in enumerate(_all_devices()) if (d.name.strip(), d.driver_version.strip()) == kind]
+    kind = device_identity(select_device(device))
+    found = [i for i, d in enumerate(_all_devices()) if device_identity(d) == kind]
     if count > len(found):
         raise ArgumentError(f"--cluster local:{count}: this machine has {len(found)} OpenCL device"
-                            f"{'s' if len(found) != 1 else ''} like {kind[0]} and local:N starts one worker per "
-                            "device (PoCL offers several CPU devices with POCL_DEVICES=\"pthread pthread\")")
+                            f"{'s' if len(found) != 1 else ''} like {describe_device(kind)} and local:N starts "
+                            "one worker per device (PoCL offers several CPU devices with "
+                            "POCL_DEVICES=\"pthread pthread\")")
     return found[:count]
 
 
@@ -287,11 +294,13 @@ def _worker_measurer(setup: dict) -> Measurer:
         recipe = setup["synthetic"]
         arguments, _ = synthetic_arguments(program, recipe.grid_shape, recipe.given, seed=recipe.seed)
     target = ProgramTarget(program, arguments, device)
-    same = (target.run.device, target.run.driver) == (setup["run"].device, setup["run"].driver)
-    if not same and not setup.get("any_device"):
-        raise ClusterError(f"a worker's device is {target.run.device} ({target.run.driver}), the run is for "
-                           f"{setup['run'].device} ({setup['run'].driver}): start every worker with "
-                           f"{DEVICE_ENV} naming a device of that kind")
+    worker, wanted = target.run.device_id, setup["run"].device_id
+    if worker != wanted and not setup.get("any_device"):
+        advice = (f"start every worker with {DEVICE_ENV} naming a device of that kind" if worker[:2] != wanted[:2] else
+                  "a device of the same name and driver with another number of compute units is another size of "
+                  "device, whose times are not this run's: start the workers on devices of the run's size")
+        raise ClusterError(f"a worker's device is {describe_device(worker)}, the run is for "
+                           f"{describe_device(wanted)}: {advice}")
     # a worker measures whole tasks through its kept pool (which builds the successor's sources
     # ahead), whatever the client's options: `imagecl tune` sends prebuild=False, meant for its
     # one-configuration-at-a-time search on this machine, which bypassed the pool altogether
@@ -356,10 +365,10 @@ class ClusterMeasurer:
     workers; the client writes every record to `store`. `workers`: how many device workers the
     cluster has now (a tuner proposes that many configurations at a time).
 
-    Every worker must have a device of the run's kind (name and driver: the client's `device`),
-    unless `any_device`: then each worker measures on its own device whatever it is, and its
-    records go under its own device's run (one configuration, one device: what a throughput
-    measurement of mixed devices needs; a tuning run compares times, so it never mixes)."""
+    Every worker must have a device of the run's kind (name, driver and compute units: the
+    client's `device`), unless `any_device`: then each worker measures on its own device whatever
+    it is, and its records go under its own device's run (one configuration, one device: what a
+    throughput measurement of mixed devices needs; a tuning run compares times, so it never mixes)."""
 
     def __init__(self, client: Any, program, arguments: dict, store: Store, device: Any = None,
                  options: Optional[MeasureOptions] = None, chunk: Optional[int] = None,

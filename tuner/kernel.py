@@ -38,7 +38,7 @@ from .clsig import kernel_signatures
 from .kernelrun import build_input
 from .kernelspace import SizeRules, UserConstraint, build_kernel_space, explain_empty
 from .store import RunKey, text_hash
-from .target import Target
+from .target import Target, device_identity
 
 _DTYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"}
 _SAFE_BUILTINS = {"min": min, "max": max, "abs": abs, "int": int, "bool": bool, "round": round, "divmod": divmod}
@@ -105,8 +105,9 @@ class KernelTarget(Target):
         self.space = kernel._space(DeviceLimits.of(device))
         # the family part lets measurements at other sizes train the model (live.prior_from_store) and keeps
         # them out of the "other programs" whose best configurations seed a search (live.transfer_sources)
-        self.run = RunKey(f"{kernel.family_hash()}.{kernel.run_hash()}", kernel.kernel_name, device.name.strip(),
-                          device.driver_version.strip(), "x".join(str(s) for s in kernel.rules.global_base))
+        name, driver, units = device_identity(device)
+        self.run = RunKey(f"{kernel.family_hash()}.{kernel.run_hash()}", kernel.kernel_name, name, driver,
+                          "x".join(str(s) for s in kernel.rules.global_base), units)
 
     def unverified(self) -> None:
         """Time variants without checking them, in a run of their own: an unverified measurement

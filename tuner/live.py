@@ -131,16 +131,15 @@ def size_context(problem_size: str) -> dict[str, float]:
 
 
 def prior_from_store(store: Store, run: RunKey) -> list[Observation]:
-    """Measurements of the same program (its `RunKey.family`) on the same device and driver at
-    other problem sizes, as training data for the model, with the size as an extra input
-    (section 5.4 of Falch & Elster): a model fit on them and on this size's first measurements
-    predicts this size better than one fit on this size alone. Measurements of this size are not included: the
-    run itself reuses them (LiveProblem), without a second measurement."""
+    """Measurements of the same program (its `RunKey.family`) on the same device (its name, driver
+    and compute units) at other problem sizes, as training data for the model, with the size as
+    an extra input (section 5.4 of Falch & Elster): a model fit on them and on this size's first
+    measurements predicts this size better than one fit on this size alone. Measurements of this
+    size are not included: the run itself reuses them (LiveProblem), without a second measurement."""
     prior: list[Observation] = []
     dims = len(size_context(run.problem_size))
     for other in store.runs():
-        if (other.family, other.device, other.driver) != (run.family, run.device, run.driver) \
-                or other.problem_size == run.problem_size:
+        if (other.family, other.device_id) != (run.family, run.device_id) or other.problem_size == run.problem_size:
             continue
         context = size_context(other.problem_size)
         if not context or len(context) != dims:
@@ -153,9 +152,9 @@ def prior_from_store(store: Store, run: RunKey) -> list[Observation]:
 
 
 def transfer_sources(store: Store, run: RunKey, per_program: int = 3) -> list[tuple[RunKey, list[dict]]]:
-    """For every other program measured in `store` on the device and driver of `run`: the run
-    its seeds come from and its `per_program` fastest mutually distinct configurations
-    (`distinct_best`), program by program in the order of their names (then hashes).
+    """For every other program measured in `store` on the device of `run` (its name, driver and
+    compute units): the run its seeds come from and its `per_program` fastest mutually distinct
+    configurations (`distinct_best`), program by program in the order of their names (then hashes).
 
     Other programs are those of another `RunKey.family` (so an edited program counts as another
     one; the same program at other sizes is `prior_from_store`'s). Of a program measured at
@@ -165,7 +164,7 @@ def transfer_sources(store: Store, run: RunKey, per_program: int = 3) -> list[tu
     """
     by_program: dict[tuple[str, str], list[RunKey]] = {}
     for other in store.runs():
-        if other.family != run.family and (other.device, other.driver) == (run.device, run.driver):
+        if other.family != run.family and other.device_id == run.device_id:
             by_program.setdefault((other.program_name, other.family), []).append(other)
     sources = []
     for key in sorted(by_program):
@@ -184,7 +183,8 @@ class StoreOptions:
     result's `info`, what they hold."""
 
     options: dict[str, Any] = field(default_factory=dict)  # "prior" and/or "seeds"
-    info: dict[str, Any] = field(default_factory=dict)  # "prior": {measurements, sizes}; "transfer": {seeds, programs}
+    # "prior": {measurements, sizes}; "transfer": {seeds, programs}; "unsized": records not reused (Store.unsized)
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 def store_options(store: Store, run: RunKey, strategy: Callable, transfer: bool = True,
@@ -192,9 +192,13 @@ def store_options(store: Store, run: RunKey, strategy: Callable, transfer: bool 
     """The `prior` (this program's measurements at other sizes, `prior_from_store`) and `seeds`
     (other programs' best configurations on this device, `transfer_sources`; only with
     `transfer`) that `strategy` takes, from `store`, for tuning `run`. Options named in `given`
-    are the caller's own and are not looked up: what a user passes explicitly wins."""
+    are the caller's own and are not looked up: what a user passes explicitly wins. The info
+    also counts the run's older records that it does not reuse (`Store.unsized`)."""
     takes = inspect.signature(strategy).parameters
     out = StoreOptions()
+    unsized = store.unsized(run)
+    if unsized:
+        out.info["unsized"] = unsized
     if "prior" in takes and "prior" not in given:
         prior = prior_from_store(store, run)
         out.options["prior"] = prior
@@ -213,6 +217,11 @@ def store_messages(info: Mapping[str, Any], db: Any) -> list[str]:
     """One line for the user per thing `store_options` took from the database `db` (none when
     it found nothing), from the `info` it returned or a result's info that holds it."""
     lines = []
+    unsized = info.get("unsized")
+    if unsized:
+        lines.append(f"not reusing {unsized} older record{'s' if unsized != 1 else ''} of this program, device and "
+                     f"size in {db}: {'they were' if unsized != 1 else 'it was'} stored without the device's number "
+                     "of compute units, and may be of another device of the same name")
     prior = info.get("prior")
     if prior and prior["measurements"]:
         lines.append(f"using {prior['measurements']} measurements of other sizes ({', '.join(prior['sizes'])}) "

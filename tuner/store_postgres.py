@@ -13,7 +13,8 @@ import time
 from typing import Any, Iterable, Iterator, Optional
 
 from .address import mask
-from .store import _COLUMNS, CATALOG_SQL, CATALOG_TABLES, RECORD_KEY, SCHEMA_VERSION, Store, StoreError
+from .store import (_COLUMNS, _VALUES, CATALOG_SQL, CATALOG_TABLES, RECORD_KEY, RUN_KEY, SCHEMA_VERSION,
+                    SIZED_TABLES, Store, StoreError)
 
 SCHEMA = "imagecl"
 
@@ -23,7 +24,10 @@ _SHAPE = {
     "measurements": {"id"} | {c.strip() for c in _COLUMNS.split(",")},
     **CATALOG_TABLES,
 }
-_VERSION_1 = ("meta", "measurements")  # the tables a store of schema version 1 has
+# the shapes of older versions, upgraded when opened for writing: 2 (no compute units), 1 (no
+# service tables either)
+_VERSION_2 = {t: c - {"compute_units"} if t in SIZED_TABLES else c for t, c in _SHAPE.items()}
+_VERSION_1 = {t: _VERSION_2[t] for t in ("meta", "measurements")}
 
 _CREATE = f"""
 CREATE SCHEMA IF NOT EXISTS {SCHEMA};
@@ -34,6 +38,7 @@ CREATE TABLE IF NOT EXISTS {SCHEMA}.measurements (
     program_name TEXT NOT NULL,
     device TEXT NOT NULL,
     driver TEXT NOT NULL,
+    compute_units INTEGER NOT NULL,
     problem_size TEXT NOT NULL,
     config TEXT NOT NULL,
     config_key TEXT NOT NULL,
@@ -48,13 +53,43 @@ CREATE TABLE IF NOT EXISTS {SCHEMA}.measurements (
     timeout_limit DOUBLE PRECISION,
     UNIQUE ({", ".join(RECORD_KEY)})
 );
-CREATE INDEX IF NOT EXISTS by_run ON {SCHEMA}.measurements (program_hash, device, driver, problem_size);
+CREATE INDEX IF NOT EXISTS by_run ON {SCHEMA}.measurements ({", ".join(RUN_KEY)});
 """ + CATALOG_SQL.replace("CREATE TABLE IF NOT EXISTS ", f"CREATE TABLE IF NOT EXISTS {SCHEMA}.")
+
+# the key of each table that names a device (as in _CREATE): "u" a unique constraint, "p" the primary key
+_KEYS = {"measurements": ("u", RECORD_KEY),
+         "refusals": ("p", ("program_key", "device", "driver", "compute_units", "config_key")),
+         "devices": ("p", ("device", "driver", "compute_units"))}
 
 # two first writers at once would race on CREATE ... IF NOT EXISTS: the schema is made under this lock
 _SCHEMA_LOCK = 0x494D434C
 
 _UPDATED = [c.strip() for c in _COLUMNS.split(",") if c.strip() not in RECORD_KEY]
+
+
+def _add_compute_units(conn) -> None:
+    """Upgrade to version 3 (under the schema lock, in PostgresStore._create's transaction): the
+    tables that name a device gain its compute units, in their key; their rows get 0 (stored
+    before the store kept them), which no key of a known size matches."""
+    from psycopg import sql
+
+    rows = conn.execute("SELECT table_name FROM information_schema.columns WHERE table_schema = %s"
+                        " AND table_name = ANY(%s) GROUP BY table_name"
+                        " HAVING NOT bool_or(column_name = 'compute_units')", (SCHEMA, list(SIZED_TABLES))).fetchall()
+    for (table,) in rows:
+        kind, columns = _KEYS[table]
+        name = sql.Identifier(SCHEMA, table)
+        # the default fills the existing rows only: every write names the column
+        conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN compute_units INTEGER NOT NULL DEFAULT 0").format(name))
+        conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN compute_units DROP DEFAULT").format(name))
+        (constraint,) = conn.execute("SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass"
+                                     " AND contype = %s", (f"{SCHEMA}.{table}", kind)).fetchone()
+        conn.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(name, sql.Identifier(constraint)))
+        conn.execute(sql.SQL("ALTER TABLE {} ADD {} ({})").format(
+            name, sql.SQL("UNIQUE" if kind == "u" else "PRIMARY KEY"),
+            sql.SQL(", ").join(map(sql.Identifier, columns))))
+        if table == "measurements":  # _CREATE makes it again on the new key
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(SCHEMA, "by_run")))
 
 
 class PostgresStore(Store):
@@ -64,7 +99,7 @@ class PostgresStore(Store):
     each time, at most 2 s)."""
 
     # id = DEFAULT: a replaced record moves to the end, as SQLite's INSERT OR REPLACE does
-    _UPSERT = (f"INSERT INTO measurements ({_COLUMNS}) VALUES ({', '.join(['?'] * 16)})"
+    _UPSERT = (f"INSERT INTO measurements ({_COLUMNS}) VALUES ({_VALUES})"
                f" ON CONFLICT ({', '.join(RECORD_KEY)}) DO UPDATE SET id = DEFAULT, "
                + ", ".join(f"{c} = EXCLUDED.{c}" for c in _UPDATED))
 
@@ -99,8 +134,9 @@ class PostgresStore(Store):
                              + ("" if readonly else " (choose another --db)"))
         if not readonly:
             self._retrying(self._create)
-        else:
-            self._catalog = state == "missing" or "refusals" in self._tables
+        else:  # an older store is read as it is (the upgrade writes)
+            self._catalog = "refusals" in self._shape
+            self._units = "compute_units" if "compute_units" in self._shape["measurements"] else "0"
 
 
     # ---- connections --------------------------------------------------------------------------
@@ -173,13 +209,12 @@ class PostgresStore(Store):
             return shape if found else None
 
         shape = self._retrying(look)
-        self._tables = set(shape or ())
+        self._shape = shape or {}
         if shape is None:
             return "missing"
         if not shape:
             return "ours" if not self.readonly else "missing"  # an empty schema: ours to fill
-        if (set(shape) not in (set(_SHAPE), set(_VERSION_1))
-                or any(columns != _SHAPE[table] for table, columns in shape.items())):
+        if shape not in (_SHAPE, _VERSION_2, _VERSION_1):
             return f"its schema '{SCHEMA}' holds other tables or columns (" + ", ".join(sorted(shape)) + ")"
         version = self._retrying(lambda conn: conn.execute(
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
@@ -192,10 +227,11 @@ class PostgresStore(Store):
     def _create(self, conn) -> None:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            _add_compute_units(conn)
             conn.execute(_CREATE)
             conn.execute("INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
                          (str(SCHEMA_VERSION),))
-            # a version-1 store got the new tables above: now it is this version
+            # an older store got the new tables and columns: now it is this version
             conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version' AND value::int < %s",
                          (str(SCHEMA_VERSION), SCHEMA_VERSION))
 

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .address import sqlite_path
-from .store import _COLUMNS, APPLICATION_ID, CATALOG_SQL, CATALOG_TABLES, SCHEMA_VERSION, Store, StoreError
+from .store import (_COLUMNS, _VALUES, APPLICATION_ID, CATALOG_SQL, CATALOG_TABLES, RECORD_KEY, RUN_KEY,
+                    SCHEMA_VERSION, SIZED_TABLES, Store, StoreError)
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS measurements (
     id INTEGER PRIMARY KEY,
@@ -20,6 +21,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     program_name TEXT NOT NULL,
     device TEXT NOT NULL,
     driver TEXT NOT NULL,
+    compute_units INTEGER NOT NULL,
     problem_size TEXT NOT NULL,
     config TEXT NOT NULL,
     config_key TEXT NOT NULL,
@@ -31,10 +33,11 @@ CREATE TABLE IF NOT EXISTS measurements (
     error TEXT,
     verified INTEGER NOT NULL DEFAULT 0,
     timestamp REAL NOT NULL,
-    UNIQUE (program_hash, device, driver, problem_size, config_key)
+    timeout_limit REAL,
+    UNIQUE ({", ".join(RECORD_KEY)})
 );
-""" + CATALOG_SQL + """
-CREATE INDEX IF NOT EXISTS by_run ON measurements (program_hash, device, driver, problem_size);
+""" + CATALOG_SQL + f"""
+CREATE INDEX IF NOT EXISTS by_run ON measurements ({", ".join(RUN_KEY)});
 """
 
 _OUR_TABLES = {"meta", "measurements"} | set(CATALOG_TABLES)
@@ -87,7 +90,7 @@ class SQLiteStore(Store):
     a results store: anything else is refused untouched. `readonly`: the file must exist and be
     ours; it is opened read-only and never changed."""
 
-    _UPSERT = f"INSERT OR REPLACE INTO measurements ({_COLUMNS}) VALUES ({', '.join('?' * 16)})"
+    _UPSERT = f"INSERT OR REPLACE INTO measurements ({_COLUMNS}) VALUES ({_VALUES})"
 
     def __init__(self, path: str | Path, readonly: bool = False) -> None:
         self.path = sqlite_path(path)
@@ -115,31 +118,23 @@ class SQLiteStore(Store):
                     # nothing to read: empty tables of this connection's own, the file stays as it is
                     self.db.executescript(_SCHEMA.split("CREATE INDEX")[0].replace("CREATE TABLE IF NOT EXISTS",
                                                                                    "CREATE TEMP TABLE"))
-                self._limit = self._limit_column()
+                # a read-only store of an older version is read as it is (the upgrade writes)
+                columns = {row[1] for row in self._execute("PRAGMA table_info(measurements)")}
+                self._limit = "timeout_limit" if "timeout_limit" in columns else "NULL"
+                self._units = "compute_units" if "compute_units" in columns else "0"
                 self._catalog = state == "empty" or bool(self._execute(
                     "SELECT 1 FROM sqlite_master WHERE type='table' AND name='refusals'"))
                 return
             self.db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
-            self.db.executescript(_SCHEMA)
+            _create(self.db)
             self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            # an older store got the new tables above (CREATE ... IF NOT EXISTS): now it is this version
-            self.db.execute("UPDATE meta SET value=? WHERE key='schema_version' AND CAST(value AS INTEGER) < ?",
-                            (str(SCHEMA_VERSION), SCHEMA_VERSION))
-            add_limit_column(self.db)
-            self._limit = "timeout_limit"
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable results database ({exc})") from None
 
     def close(self) -> None:
         self.db.close()
-
-    def _limit_column(self) -> str:
-        # a read-only store of an older database has no timeout_limit column (the migration writes)
-        columns = {row[1] for row in self._execute("PRAGMA table_info(measurements)")}
-        return "timeout_limit" if "timeout_limit" in columns else "NULL"
 
     def _execute(self, query: str, args: tuple = ()) -> list[tuple]:
         """Rows of `query`; a damaged database is the user's file to mend, not a crash."""
@@ -169,12 +164,45 @@ class SQLiteStore(Store):
             raise StoreError(f"{self.path}: cannot read the results database ({exc})") from None
 
 
-def add_limit_column(db: sqlite3.Connection) -> None:
-    """Migration: the `timeout_limit` column (seconds a timeout was given; NULL for other
-    results and for timeouts stored before it existed), added to a database that lacks it.
-    A timeout is only final for runs that allow no more time than it had (`settled`)."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(measurements)")}
-    if "timeout_limit" not in columns:
-        db.execute("ALTER TABLE measurements ADD COLUMN timeout_limit REAL")
+def _create(db: sqlite3.Connection) -> None:
+    """The tables of this version, made where missing, an older store's upgraded first: in one
+    transaction that holds the write lock, so that two processes opening an older store at once
+    upgrade it once, and one interrupted leaves it as it was."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        old = [t for t in SIZED_TABLES if t in tables and "compute_units" not in _columns(db, t)]
+        for table in old:  # SQLite cannot change a table's key: the old one is copied into a new one
+            db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+        if "measurements" in old:  # its index went with it, under the name the new one needs
+            db.execute("DROP INDEX IF EXISTS by_run")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        for table in old:
+            _copy_unsized(db, table)
+        db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        db.execute("UPDATE meta SET value=? WHERE key='schema_version' AND CAST(value AS INTEGER) < ?",
+                   (str(SCHEMA_VERSION), SCHEMA_VERSION))
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _columns(db: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+
+
+def _copy_unsized(db: sqlite3.Connection, table: str) -> None:
+    """The rows of a store older than version 3 (`old_<table>`) into `table`, with compute units 0:
+    stored before the store kept them, so that no key of a known size matches them. A
+    measurements table of version 1 may lack `timeout_limit`: NULL, a timeout measured again."""
+    have = set(_columns(db, f"old_{table}"))
+    wanted = [c for c in _columns(db, table) if c != "compute_units"]
+    values = [c if c in have else "NULL" for c in wanted]
+    db.execute(f"INSERT INTO {table} ({', '.join(wanted)}, compute_units)"
+               f" SELECT {', '.join(values)}, 0 FROM old_{table}")
+    db.execute(f"DROP TABLE old_{table}")
 
 

@@ -60,10 +60,16 @@ class Runner(Protocol):
              probe: float = 0.0, meanwhile: Optional[Callable[[], None]] = None): ...
 
 
+def device_identity(device) -> tuple[str, str, int]:
+    """(name, driver, compute units) of a pyopencl device: what tells its measurements from
+    another device's (RunKey.compute_units says why the name and driver do not)."""
+    return device.name.strip(), device.driver_version.strip(), int(device.max_compute_units)
+
+
 def run_key(program, device, grid_shape: tuple[int, ...]) -> RunKey:
     size = "x".join(str(s) for s in reversed(grid_shape))
-    return RunKey(text_hash(program.info.unit.source), program.name, device.name.strip(),
-                  device.driver_version.strip(), size)
+    name, driver, units = device_identity(device)
+    return RunKey(text_hash(program.info.unit.source), program.name, name, driver, size, units)
 
 
 class ProgramTarget(Target):

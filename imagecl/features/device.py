@@ -1,9 +1,11 @@
 """Features of an OpenCL device: what it reports, plus a copy bandwidth and a peak arithmetic
-rate measured once per device and driver and cached.
+rate measured once per device and cached.
 
 The cache is one JSON file next to the build cache (`$IMAGECL_CACHE`, else
-`$XDG_CACHE_HOME/imagecl` or `~/.cache/imagecl`), keyed by platform, device name and driver
-version; it is written atomically, and a damaged file or entry is ignored and measured again.
+`$XDG_CACHE_HOME/imagecl` or `~/.cache/imagecl`), keyed by platform, device name, driver version
+and compute units (a home folder shared by a 16- and a 32-core VM whose PoCL devices have one
+name must not give one the other's rates); it is written atomically, and a damaged file or entry
+is ignored and measured again.
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ CHAINS = 8
 
 @dataclass
 class DeviceFeatures:
-    key: str  # platform | name | driver: what the measurements are cached under
+    key: str  # platform | name | driver | compute units: what the measurements are cached under
     name: str
     vendor: str
     platform: str
@@ -131,7 +133,7 @@ def query(device) -> DeviceFeatures:
             return default
 
     return DeviceFeatures(
-        key=device_key(device),
+        key=features_key(device),
         name=device.name.strip(),
         vendor=str(info("vendor", "")).strip(),
         platform=device.platform.name.strip(),
@@ -151,6 +153,11 @@ def query(device) -> DeviceFeatures:
         image_support=bool(info("image_support", False)),
         preferred_vector_widths={t: int(info(f"preferred_vector_width_{t}")) for t in _VECTOR_TYPES},
     )
+
+
+def features_key(device) -> str:
+    """What `device`'s measured rates are cached under: its platform, name, driver and size."""
+    return f"{device_key(device)} | {int(device.max_compute_units)} compute units"
 
 
 def device_features(device, measure: bool = True, cache_dir: Optional[Path] = None) -> DeviceFeatures:

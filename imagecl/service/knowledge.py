@@ -6,9 +6,12 @@ store is used from one thread of its own (an SQLite connection belongs to its th
 connection, statements in turn), compilation and prediction from another, and the model is
 trained in a background thread that swaps the new model in whole (requests never wait for it).
 
-An answer is cached per (program meaning, device, driver, size), dropped at once when this
-server stores a Submit or Refuse for it, and kept at most `cache_seconds` otherwise, so that what
+An answer is cached per (program meaning, device, size), dropped at once when this server
+stores a Submit or Refuse for it, and kept at most `cache_seconds` otherwise, so that what
 another server (or another worker) on the same store learned is served within that time.
+
+A device is its name, driver and compute units (tuner/store.py says why): what one device of a
+name measured or refused is never told to a device of that name of another size.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ TOP = 64  # predicted configurations kept per case (what Request and RequestTrai
 TRAINING_POOL = 16  # RequestTraining: the most uncertain among this many best predicted
 MAX_PROGRAMS = 512  # compiled programs kept in memory
 MAX_RAW = 4096  # request bodies remembered with their cache key
-MAX_CASES = 65536  # answers and rankings kept (one per program, device, driver and size)
+MAX_CASES = 65536  # answers and rankings kept (one per program, device and size)
 
 
 @dataclass
@@ -60,7 +63,8 @@ class Entry:
     training: Optional[bytes] = None
 
 
-CacheKey = tuple[str, str, str, str]  # program key, device, driver, size
+CacheKey = tuple[str, str, str, int, str]  # program key, device, driver, compute units, size
+DeviceId = tuple[str, str, int]  # name, driver, compute units (RunKey.device_id)
 
 
 class Knowledge:
@@ -83,7 +87,7 @@ class Knowledge:
         self.by_source: OrderedDict[tuple[str, str], Compiled] = OrderedDict()
         self.by_key: dict[str, Compiled] = {}
         self.rankings: dict[CacheKey, Ranking] = {}
-        self.known_devices: set[tuple[str, str]] = set()
+        self.known_devices: set[DeviceId] = set()
         self.known_programs: set[str] = set()
         self.model: Any = None
         self.model_version = 0
@@ -160,7 +164,7 @@ class Knowledge:
 
     @staticmethod
     def cache_key(compiled: Compiled, case: Case) -> CacheKey:
-        return compiled.key, case.device.name, case.device.driver, case.size_text
+        return (compiled.key, *device_id(case.device), case.size_text)
 
     # ---- the hot path ------------------------------------------------------------------------------
 
@@ -207,10 +211,11 @@ class Knowledge:
     def _facts(self, program_key: str, case: Case) -> tuple[list[Record], set[str]]:
         """The stored records of this case (of every source text with this meaning) and the refused
         configurations' keys."""
+        name, driver, units = device_id(case.device)
         records: list[Record] = []
         for h in self.store.program_hashes(program_key):
-            records += self.store.records(RunKey(h, "", case.device.name, case.device.driver, case.size_text))
-        refused = {canonical_config(c) for c in self.store.refused(program_key, case.device.name, case.device.driver)}
+            records += self.store.records(RunKey(h, "", name, driver, case.size_text, units))
+        refused = {canonical_config(c) for c in self.store.refused(program_key, name, driver, units)}
         return records, refused
 
     def _ranking(self, key: CacheKey, compiled: Compiled, case: Case, space) -> Optional[Ranking]:
@@ -284,11 +289,12 @@ class Knowledge:
             await self._in(self._db, self.store.add_program, compiled.program_hash, compiled.key,
                            compiled.program.name, compiled.source)
             self.known_programs.add(compiled.program_hash)
-        ident = (device.name, device.driver)
+        ident = device_id(device)
         if ident not in self.known_devices:
             from dataclasses import asdict
 
-            await self._in(self._db, self.store.add_device, device.name, device.driver, asdict(device))
+            name, driver, units = ident
+            await self._in(self._db, self.store.add_device, name, driver, asdict(device), units)
             self.known_devices.add(ident)
 
     async def _checked(self, case: Case, config: dict) -> tuple[Compiled, dict]:
@@ -311,8 +317,8 @@ class Knowledge:
         checked = [(o, *(await self._checked(o.case, o.config))) for o in observations]  # all valid, or none stored
         for o, compiled, full in checked:
             await self._remember(compiled, o.case.device)
-            run = RunKey(compiled.program_hash, compiled.program.name, o.case.device.name, o.case.device.driver,
-                         o.case.size_text)
+            name, driver, units = device_id(o.case.device)
+            run = RunKey(compiled.program_hash, compiled.program.name, name, driver, o.case.size_text, units)
             record = Record(full, "ok" if o.failure is None else o.failure, o.seconds,
                             list(o.times) or ([o.seconds] if o.seconds is not None else []),
                             program_name=compiled.program.name, timestamp=time.time())
@@ -358,10 +364,10 @@ class Knowledge:
     async def refuse(self, refusal: Refusal) -> dict:
         compiled, full = await self._checked(refusal.case, refusal.config)
         await self._remember(compiled, refusal.case.device)
-        dev = refusal.case.device
-        await self._in(self._db, self.store.refuse, compiled.key, dev.name, dev.driver, full)
+        ident = device_id(refusal.case.device)
+        await self._in(self._db, self.store.refuse, compiled.key, *ident, full)
         self.epoch += 1
-        for key in [k for k in self.answers if k[:3] == (compiled.key, dev.name, dev.driver)]:
+        for key in [k for k in self.answers if k[:4] == (compiled.key, *ident)]:
             self.answers.pop(key, None)
         return full
 
@@ -419,7 +425,8 @@ def train_from_store(address: str, kind: str = "forest") -> tuple[Any, dict]:
 
     with Store(address) as store:
         sources = store.programs()
-        devices = {name: device_from_json(f) for (name, _), f in store.devices().items()}
+        # by name and compute units, as the records name their device (tuner.knowledge.device_of)
+        devices = {(name, units): device_from_json(f) for (name, _, units), f in store.devices().items()}
         records = list(store.records())
     programs = {}
     for program_hash, _, name, source in sources:
@@ -432,6 +439,11 @@ def train_from_store(address: str, kind: str = "forest") -> tuple[Any, dict]:
     if not data.ok.any():
         return None, info
     return live_ranker(kind).fit(data, range(len(data.cases))), info
+
+
+def device_id(device: DeviceFeatures) -> DeviceId:
+    """What tells a client's device from another's in the store (RunKey.device_id)."""
+    return device.name, device.driver, device.compute_units
 
 
 def _meaning(source: str, filename: str) -> Optional[str]:

@@ -6,7 +6,8 @@ silently). `ProtocolError` carries the message a client gets with its 4xx status
 
     program  {"source": TEXT, "filename": NAME}  or  {"key": MEANING-KEY}  (a program the server
              has been sent before; imagecl.tuned.program_key)
-    device   the "device" object `imagecl features` prints (DeviceFeatures; "summary" ignored)
+    device   the "device" object `imagecl features` prints (DeviceFeatures; "summary" ignored); its
+             name, driver and compute units tell it from another device
     size     [width, height] or [width, height, depth]
 """
 from __future__ import annotations
@@ -163,10 +164,18 @@ _DEVICE_INTS = ("compute_units", "max_clock_mhz", "global_mem_bytes", "global_me
                 "local_mem_bytes", "max_constant_buffer_bytes", "max_work_group_size")
 _DEVICE_TEXTS = ("key", "name", "vendor", "platform", "driver", "version", "type")
 _DEVICE_FIELDS = set(DeviceFeatures.__dataclass_fields__) | {"summary"}
+_POSITIVE_INTS = ("compute_units", "max_work_group_size")  # no device has none: 0 is a client's mistake
+# a device of one name and driver comes in several sizes (tuner/store.py): without its compute units
+# the service could not keep their measurements apart
+_NO_UNITS = ("device: missing field 'compute_units' (the device's number of compute units, which tells it from "
+             "a device of the same name and driver but another size); a client of an older imagecl does not "
+             "send it: update imagecl on the client")
 _VECTOR_TYPES = ("char", "short", "int", "long", "float", "double")
 
 
 def device(value: Any) -> DeviceFeatures:
+    if isinstance(value, dict) and "compute_units" not in value:
+        raise ProtocolError(_NO_UNITS)
     data = _object(value, "device", _DEVICE_FIELDS, set(_DEVICE_TEXTS) | set(_DEVICE_INTS)
                    | {"local_mem_dedicated", "max_work_item_sizes", "image_support", "preferred_vector_widths"})
     out: dict[str, Any] = {n: _text(data[n], f"device.{n}", 1024, empty=n not in ("name",)) for n in _DEVICE_TEXTS}
@@ -175,7 +184,7 @@ def device(value: Any) -> DeviceFeatures:
     if out["type"] not in ("GPU", "CPU", "ACCELERATOR", "OTHER"):
         raise ProtocolError("device.type: one of GPU, CPU, ACCELERATOR, OTHER")
     for n in _DEVICE_INTS:
-        out[n] = _int(data[n], f"device.{n}", 0 if n != "max_work_group_size" else 1, 1 << 62)
+        out[n] = _int(data[n], f"device.{n}", 1 if n in _POSITIVE_INTS else 0, 1 << 62)
     for n in ("local_mem_dedicated", "image_support"):
         if not isinstance(data[n], bool):
             raise ProtocolError(f"device.{n}: expected true or false")

@@ -12,13 +12,13 @@ import numpy as np
 from imagecl.features import DeviceFeatures
 
 from ..store import Record, canonical_config
-from .dataset import PORTABLE_FIELDS, Case, Dataset, assemble, case_vector, device_from_json, encode, \
-    limits_from_features
+from .dataset import PORTABLE_FIELDS, Case, Dataset, Devices, assemble, case_vector, device_from_json, device_of, \
+    encode, limits_from_features
 from .models import REGRESSORS, J48Baseline, PairRanker, live_ranker
 
-__all__ = ["PORTABLE_FIELDS", "REGRESSORS", "Case", "Dataset", "J48Baseline", "PairRanker", "Prediction",
-           "assemble", "case_vector", "device_from_json", "encode", "limits_from_features", "live_ranker", "predict",
-           "seeds", "train"]
+__all__ = ["PORTABLE_FIELDS", "REGRESSORS", "Case", "Dataset", "Devices", "J48Baseline", "PairRanker", "Prediction",
+           "assemble", "case_vector", "device_from_json", "device_of", "encode", "limits_from_features", "live_ranker",
+           "predict", "seeds", "train"]
 
 CANDIDATES = 4096  # valid configurations drawn from a space too large to score whole
 
@@ -30,10 +30,10 @@ class Prediction:
     p_fail: float  # predicted chance that it fails
 
 
-def train(records: Iterable[Record], programs: Mapping[str, Any], devices: Mapping[str, DeviceFeatures],
+def train(records: Iterable[Record], programs: Mapping[str, Any], devices: Devices,
           kind: str = "forest", seed: int = 0, n_jobs: int = 1) -> PairRanker:
-    """A ranker trained on every case of `records` (programs by program_hash, devices by name):
-    `live_ranker`, the model of the live tuner and the service."""
+    """A ranker trained on every case of `records` (programs by program_hash, devices as
+    `device_of` finds them): `live_ranker`, the model of the live tuner and the service."""
     data, _ = assemble(records, programs, devices)
     return live_ranker(kind, seed, n_jobs).fit(data, range(len(data.cases)))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -33,6 +33,7 @@ class Case:
     program_name: str
     device: str
     size: str  # "WxH[xD]", x first
+    compute_units: int = 0  # the records' (Record.compute_units): one device name's sizes are cases apart
 
     def shape_xyz(self) -> tuple[int, ...]:
         return tuple(int(v) for v in self.size.split("x"))
@@ -170,6 +171,26 @@ def limits_from_features(device: DeviceFeatures) -> DeviceLimits:
                         version=f"{device.version} (driver {device.driver})")
 
 
+# the features of devices by name (a knowledge folder's features files), or by (name, compute units)
+# where one name has several sizes (the service's store)
+Devices = Mapping[Union[str, tuple[str, int]], DeviceFeatures]
+
+
+def device_of(record: Record, devices: Devices) -> Optional[DeviceFeatures]:
+    """The features of the device `record` was measured on: those of its name and compute units;
+    else those of its name, when they are of its compute units or the record's are unknown (0:
+    stored before the store kept them, as knowledge folders' stores were, with one device's
+    features beside them). Never another size's: that would teach the model one device's
+    times as another's."""
+    sized = devices.get((record.device, record.compute_units))
+    if sized is not None:
+        return sized
+    named = devices.get(record.device)
+    if named is not None and record.compute_units in (0, named.compute_units):
+        return named
+    return None
+
+
 def device_from_json(data: Mapping[str, Any]) -> DeviceFeatures:
     """DeviceFeatures from the "device" object `imagecl features` prints."""
     fields = {k: v for k, v in data.items() if k in DeviceFeatures.__dataclass_fields__}
@@ -212,24 +233,25 @@ def measured_default(default: Mapping[str, Any], configs: Sequence[Mapping[str, 
     return canonical_config(smallest)
 
 
-def assemble(records: Iterable[Record], programs: Mapping[str, Any], devices: Mapping[str, DeviceFeatures]
-             ) -> tuple[Dataset, int]:
-    """The table of `records` whose program (by program_hash) and device (by name) are known;
+def assemble(records: Iterable[Record], programs: Mapping[str, Any], devices: Devices) -> tuple[Dataset, int]:
+    """The table of `records` whose program (by program_hash) and device (`device_of`) are known;
     returns it and how many records were left out for want of either."""
-    grouped: dict[Case, list[Record]] = {}
+    grouped: dict[Case, tuple[DeviceFeatures, list[Record]]] = {}
     skipped = 0
     for r in records:
         if r.status == SLOW:  # censored: neither a time nor a failure (tuner/censor.py)
             continue
-        if r.program_hash not in programs or r.device not in devices:
+        device = device_of(r, devices)
+        if r.program_hash not in programs or device is None:
             skipped += 1
             continue
-        grouped.setdefault(Case(r.program_hash, r.program_name, r.device, r.problem_size), []).append(r)
+        case = Case(r.program_hash, r.program_name, r.device, r.problem_size, r.compute_units)
+        grouped.setdefault(case, (device, []))[1].append(r)
     cases, case_rows, enc, case_idx, configs, keys, status, log_time, defaults = [], [], [], [], [], [], [], [], {}
     ranges = []
-    for i, (case, recs) in enumerate(sorted(grouped.items(), key=lambda kv: (kv[0].program_name, kv[0].program_hash,
-                                                                            kv[0].device, kv[0].size))):
-        program, device = programs[case.program_hash], devices[case.device]
+    for i, (case, (device, recs)) in enumerate(sorted(grouped.items(), key=lambda kv: (
+            kv[0].program_name, kv[0].program_hash, kv[0].device, kv[0].compute_units, kv[0].size))):
+        program = programs[case.program_hash]
         shape = case.shape_xyz()
         cases.append(case)
         case_rows.append(case_vector(program, device, shape))

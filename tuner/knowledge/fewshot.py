@@ -159,13 +159,14 @@ def with_knowledge(taken: StoreOptions, store: Optional[Store], run: RunKey, pro
         from imagecl.features import device_features as measured
 
         device_features = measured(device)
+    # by name and compute units: the sources' records of this name but another size keep their own features
     knowledge = gather(sources, local=store, programs={run.program_hash: program},
-                       devices={run.device: device_features}, program_files=program_files)
+                       devices={(run.device, run.compute_units): device_features}, program_files=program_files)
     # the run's own measurements are the search's (LiveProblem reuses them); left out, a rerun of
     # the same tune finds the same table and loads the cached model
-    own = (run.program_hash, run.device, run.driver, run.problem_size)
+    own = (run.program_hash, run.device, run.driver, run.compute_units, run.problem_size)
     knowledge.records = [r for r in knowledge.records
-                         if (r.program_hash, r.device, r.driver, r.problem_size) != own]
+                         if (r.program_hash, r.device, r.driver, r.compute_units, r.problem_size) != own]
     model = trained_model(knowledge, seed=seed, cache_dir=cache_dir)
     info: dict[str, Any] = {"seeds": 0, "stores": list(knowledge.stores)}
     if model is not None:

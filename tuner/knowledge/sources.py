@@ -26,7 +26,7 @@ from imagecl.errors import ArgumentError
 from imagecl.features import DeviceFeatures
 
 from ..store import Record, Store, StoreError, text_hash
-from .dataset import device_from_json
+from .dataset import Devices, device_from_json, device_of
 
 STORE_SUFFIXES = (".db", ".db.gz")
 
@@ -38,17 +38,19 @@ class KnowledgeError(ArgumentError):
 
 @dataclass
 class Knowledge:
-    """Records with the programs (by program_hash) and device features (by device name) they need."""
+    """Records with the programs (by program_hash) and device features (by device name, or name
+    and compute units: `device_of`) they need."""
 
     records: list[Record] = field(default_factory=list)
     programs: dict[str, Any] = field(default_factory=dict)
-    devices: dict[str, DeviceFeatures] = field(default_factory=dict)
+    devices: dict[Union[str, tuple[str, int]], DeviceFeatures] = field(default_factory=dict)
     synthetic: set[str] = field(default_factory=set)  # hashes of programs from files named syn*
     stores: list[str] = field(default_factory=list)
 
     def usable(self) -> list[Record]:
         """The records whose program and device are known."""
-        return [r for r in self.records if r.program_hash in self.programs and r.device in self.devices]
+        return [r for r in self.records
+                if r.program_hash in self.programs and device_of(r, self.devices) is not None]
 
     def add(self, other: "Knowledge") -> None:
         self.records += other.records
@@ -162,11 +164,11 @@ def load_source(path: Union[str, Path]) -> Knowledge:
 
 
 def gather(sources: Iterable[Union[str, Path]], local: Optional[Store] = None,
-           programs: Mapping[str, Any] = {}, devices: Mapping[str, DeviceFeatures] = {},
+           programs: Mapping[str, Any] = {}, devices: Devices = {},
            program_files: Iterable[Path] = ()) -> Knowledge:
     """Knowledge from the `sources` (folders or store files, `load_source`), the records of
-    the `local` store, and the given programs (by hash), devices (by name) and .icl files (those
-    whose hash some record names)."""
+    the `local` store, and the given programs (by hash), devices (`device_of`) and .icl files
+    (those whose hash some record names)."""
     out = Knowledge()
     for source in sources:
         out.add(load_source(source))
