@@ -377,7 +377,10 @@ def test_tune_verbose_reports_the_phases(tmp_path, monkeypatch):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "time by phase (" in result.stderr and "in the worker (within measure): " in result.stderr
-    assert "sources measured: " in result.stderr and "worker_load" in result.stderr
+    # the worker loads what a builder built, or builds it itself where the builder was late (a
+    # loaded machine: the wait for a build ahead is bounded), which timing decides
+    assert "sources measured: " in result.stderr
+    assert "worker_load" in result.stderr or "worker_build" in result.stderr
     assert "between timed launches)" in result.stderr  # PoCL: a quiet pool built the search's sources
     plain = subprocess.run([sys.executable, "-m", "imagecl", "tune", str(EXAMPLES / "sobel.icl"), "--size", "32x24",
                             "--budget", "1", "--confirm", "0", "-o", str(tmp_path / "out2")],

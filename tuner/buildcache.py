@@ -12,7 +12,7 @@ import hashlib
 import multiprocessing
 import os
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 from .spawn import main_module_hidden
 
@@ -65,7 +65,12 @@ class BuildCache:
         os.replace(tmp, path)  # atomic too: a builder killed mid-write leaves no half log
 
 
-def _build_in_child(device_index: int, source: str, options: tuple) -> tuple[Optional[bytes], Optional[str]]:
+def _build_in_child(device_index: int, source: str, options: tuple,
+                    after: Optional[Callable[[Any], Any]] = None) -> tuple[Optional[bytes], Optional[str]]:
+    """Build `source` in this (builder) process: its binary, or None and the compiler's log.
+    `after(program)` runs on the built program before its binary is taken (what it adds to the
+    program, such as PoCL's compiled work-group functions, travels with the binary); its failure
+    costs nothing but what it would have added."""
     import pyopencl as cl
 
     from ..runtime import buildlog
@@ -80,6 +85,11 @@ def _build_in_child(device_index: int, source: str, options: tuple) -> tuple[Opt
         extra = buildlog.chatter(exc)
         return None, str(exc) + (f"\n{extra}" if extra and extra not in str(exc) else "")
     buildlog.show(program_log(program, device) or said, f"a kernel on '{device.name.strip()}'")
+    if after is not None:
+        try:
+            after(program)
+        except Exception:  # noqa: BLE001 - the worker's first launch compiles what this did not
+            pass
     return bytes(program.get_info(cl.program_info.BINARIES)[0]), None
 
 

@@ -52,7 +52,7 @@ import time
 from collections import Counter
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 from .buildcache import BuildCache, build_key
 from .spawn import main_module_hidden
@@ -408,13 +408,33 @@ def job_source(job: Job, device) -> tuple[str, tuple[str, ...]]:
     """The OpenCL source and build options of a job (generated here for an `.icl` program)."""
     if job["kind"] == "source":
         return job["source"], tuple(job["options"])
+    program, plan = _program_and_plan(job, device)
+    return program.source_of(plan), ()
+
+
+def _program_and_plan(job: Job, device) -> tuple[Any, Any]:
+    """An `.icl` job's program (compiled once per builder) and its configuration's plan."""
     import imagecl
 
     key = (job["program"], job["filename"])
     program = _PROGRAMS.get(key)
     if program is None:
         program = _PROGRAMS[key] = imagecl.compile(job["program"], job["filename"])
-    return program.source_of(program.plan(dict(job["config"]), device)), ()
+    return program, program.plan(dict(job["config"]), device)
+
+
+def _warmer(job: Job, device) -> Optional[Callable[[Any], Any]]:
+    """What compiles an `.icl` job's work-group function in the builder, on a CPU device whose
+    compiler does that at the first launch (PoCL: runtime/warm.py); None elsewhere (a GPU's
+    binary is complete, and a launch there would run beside the timed ones)."""
+    import pyopencl as cl
+
+    if job["kind"] != "icl" or not job.get("arguments") or device.type & cl.device_type.GPU:
+        return None
+    from imagecl.runtime.warm import warm_launch
+
+    program, plan = _program_and_plan(job, device)
+    return lambda built: warm_launch(program, plan, job["arguments"], device, built)
 
 
 def _build_job(device: tuple[int, str, str], cache_dir: str, name: str, job: Job, mark: str) -> Built:
@@ -440,7 +460,7 @@ def _build_job(device: tuple[int, str, str], cache_dir: str, name: str, job: Job
     mark = mark % os.getpid()
     with open(mark, "w") as f:
         f.write(name)
-    binary, log = _build_in_child(index, source, options)
+    binary, log = _build_in_child(index, source, options, _warmer(job, cl_device))
     os.remove(mark)
     done.build_seconds = time.perf_counter() - generated
     if binary is not None:

@@ -15,6 +15,7 @@ repeats, strategies) is shared.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, Mapping, Optional, Protocol
 
 from ..space import Space
@@ -96,9 +97,16 @@ class ProgramTarget(Target):
         return self.program.source_of(self.program.plan(dict(config), self.device)), ()
 
     def build_job(self, config: Mapping[str, int]) -> dict:
-        # the builder generates the source itself: code generation runs on every core too
+        # the builder generates the source itself: code generation runs on every core too; the
+        # arguments' shapes let it compile a CPU's work-group function too (runtime/warm.py)
         return {"kind": "icl", "program": self.program.info.unit.source, "filename": self.program.filename,
-                "config": dict(config)}
+                "config": dict(config), "arguments": self.argument_shapes}
+
+    @functools.cached_property
+    def argument_shapes(self) -> dict:
+        from ..runtime.warm import argument_shapes
+
+        return argument_shapes(self.prepared)
 
     def worker_setup(self) -> dict:
         return {"kind": "icl", "source": self.program.info.unit.source, "filename": self.program.filename,
