@@ -116,6 +116,11 @@ def test_what_is_not_warmed(blur):
     interleaved = program.plan({**_config(program), "interleaved": 1}, device)
     assert interleaved.interleaved
     assert not warm_launch(program, interleaved, shapes, device, _built(program, device, interleaved))
+    # a loop the data decides: on zero pages it may never end, and the builder would wait for it
+    looping = imagecl.compile(BLUR.replace("float s = 0.0f;", "float s = 0.0f;\n    while (s < a[idx][idy]) s += 1.0f;"),
+                              "<looping>")
+    plan_l = looping.plan({**looping.space.defaults, "wg_x": 8, "wg_y": 4}, device)
+    assert not warm_launch(looping, plan_l, shapes, device, _built(looping, device, plan_l))
     job = {"kind": "icl", "program": BLUR, "filename": "<blur>", "config": _config(program), "arguments": shapes}
     assert _warmer(job, device) is not None
     assert _warmer({**job, "arguments": None}, device) is None  # a job made without the shapes

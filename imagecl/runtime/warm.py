@@ -12,7 +12,9 @@ binary finds it (measured: 1.53 s -> 0.01 s, another process and another PoCL ca
 What runs is one work-group at the grid's origin. Inputs are zero pages the host maps lazily
 (`np.zeros`), so arrays of any size cost the pages one work-group touches. A variant whose
 work-items stride over the whole grid (`interleaved`) would do all of the grid's work in one
-work-group, so it is not warmed; nor is a launch without a work-group size.
+work-group, so it is not warmed; nor is a launch without a work-group size, nor a program with a
+loop whose trip count is not a compile-time constant (a `while` on the data may not end on
+zeros, and a builder waits for its launch).
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ def warm_launch(program: Any, plan: Any, shapes: Mapping[str, Any], device: Any,
     wait for it. False where the variant is not warmed (see the module's docstring)."""
     import pyopencl as cl
 
-    if plan.interleaved:
+    if plan.interleaved or program.analysis_for(dict(plan.tunables)).dynamic_loops:
         return False
     zeros = {n: np.zeros(shape, np.dtype(dtype)) for n, (shape, dtype) in shapes["arrays"].items()}
     prepared = prepare(program.info, {**zeros, **shapes["scalars"]}, copy=False)
