@@ -30,14 +30,15 @@ class Split:
     exact: bool = True
 
 
-def _devices_key(devices: Sequence) -> str:
-    from .runtime.devices import device_key
+def _devices_key(devices: Sequence, legacy: bool = False) -> str:
+    """The devices' keys; `legacy`: as records were written before keys had the device's size."""
+    from .runtime.devices import device_key, legacy_device_key
 
-    return json.dumps([device_key(d) for d in devices])
+    return json.dumps([(legacy_device_key if legacy else device_key)(d) for d in devices])
 
 
-def _file(program, devices: Sequence) -> Path:
-    digest = hashlib.sha256(_devices_key(devices).encode()).hexdigest()[:16]
+def _file(program, devices: Sequence, legacy: bool = False) -> Path:
+    digest = hashlib.sha256(_devices_key(devices, legacy).encode()).hexdigest()[:16]
     return registry_dir() / program_key(program.info.unit) / "splits" / f"{digest}.json"
 
 
@@ -60,10 +61,11 @@ def record(program, devices: Sequence, size: Sequence[int], shares: Sequence[flo
 
 
 def lookup(program, devices: Sequence, size: Sequence[int]) -> Optional[Split]:
-    """The split recorded at `size`, else at the nearest recorded size (by pixel count); None."""
+    """The split recorded at `size`, else at the nearest recorded size (by pixel count); None.
+    Devices with no record under their keys read the one written before keys had their sizes."""
     import math
 
-    data = _read(_file(program, devices))
+    data = _read(_file(program, devices)) or _read(_file(program, devices, legacy=True))
     if data is None:
         return None
     entries = [e for e in data["records"].values() if isinstance(e, dict) and isinstance(e.get("shares"), list)

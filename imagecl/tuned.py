@@ -4,7 +4,9 @@ config) picks them up.
 The registry is a folder (`$IMAGECL_TUNED`, else `~/.cache/imagecl/tuned`) with one JSON file per
 program and device: `<program key>/<device key hash>.json`. The program key hashes the program's
 meaning (its tokens and pragmas, not its comments or layout); the device key names the platform,
-device and driver. Inside, one record per problem size, so tunes at different sizes coexist.
+device, driver and compute units (runtime/devices.device_key: one name and driver come in several
+sizes). A file written under the key of before, without the size, is read where the device has
+none under its own. Inside, one record per problem size, so tunes at different sizes coexist.
 Files of the older layout (keyed by the source text, one configuration per device, no "format")
 are ignored: they are never read, listed or changed.
 """
@@ -69,7 +71,7 @@ class Record:
     program_key: str
     program: str  # the kernel's name
     filename: str
-    device: str  # platform | device | driver
+    device: str  # platform | device | driver | compute units (without them: written before keys had them)
     size: Optional[list[int]]  # width, height[, depth]; None: a fixed grid
     configuration: dict
     seconds: Optional[float]
@@ -142,21 +144,25 @@ def has_records(program) -> bool:
 
 
 @functools.lru_cache(maxsize=64)  # a device's description is fixed for the process
-def _device_key_of(device) -> str:
-    from .runtime.devices import device_key
+def _device_keys_of(device) -> tuple[str, str]:
+    """The device's key, then the key its records had before keys had the size (read, not written)."""
+    from .runtime.devices import device_key, legacy_device_key
 
-    return device_key(device)
+    return device_key(device), legacy_device_key(device)
 
 
 def stamp(program, device) -> tuple:
     """What changes whenever the record lookup() would read for `program` on `device` changes
     (its path, and its file's modification time, size and inode): a key for caching lookups."""
-    path = _record_path(_registry_base(), program_key(program.info.unit), _device_key_of(device))
-    try:
-        st = os.stat(path)
-    except OSError:
-        return (path, None)
-    return (path, st.st_mtime_ns, st.st_size, st.st_ino)
+    base, key = _registry_base(), program_key(program.info.unit)
+    paths = [_record_path(base, key, dkey) for dkey in _device_keys_of(device)]
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        return (path, st.st_mtime_ns, st.st_size, st.st_ino)
+    return (paths[0], None)
 
 
 @functools.lru_cache(maxsize=256)  # stamp() runs at every prog(...) call: no pathlib, no hashing there
@@ -173,10 +179,13 @@ class Found:
 
 def lookup(program, device, size: Optional[tuple[int, ...]] = None) -> Optional[Found]:
     """The record for `size` (width, height[, depth]); else the nearest recorded size (by the ratio
-    of pixel counts, on a log scale); with no size, the largest recorded one. None: nothing recorded."""
-    from .runtime.devices import device_key
-
-    data = _read(_file(program_key(program.info.unit), device_key(device)))
+    of pixel counts, on a log scale); with no size, the largest recorded one. None: nothing recorded.
+    A device with no record under its key reads the one written before keys had its size."""
+    data = None
+    for dkey in _device_keys_of(device):
+        data = _read(_file(program_key(program.info.unit), dkey))
+        if data is not None:
+            break
     if data is None:
         return None
     entries = [e for e in data["records"].values()

@@ -374,13 +374,14 @@ def test_a_failed_measurement_is_a_clear_error(pocl, tmp_path, monkeypatch):
 def test_a_device_of_the_same_name_and_driver_but_another_size_is_measured_for_itself(pocl, tmp_path, monkeypatch):
     """A cache in a home folder shared by a 16- and a 32-core VM, whose PoCL devices have one name
     and driver: the other size's rates (and those cached before sizes were) are not this one's."""
-    from imagecl.runtime.devices import device_key
+    from imagecl.runtime.devices import device_key, legacy_device_key
 
     cache = tmp_path / "features.json"
     units = int(pocl.max_compute_units)
-    assert devfeat.query(pocl).key == f"{device_key(pocl)} | {units} compute units"
+    assert devfeat.query(pocl).key == device_key(pocl) == f"{legacy_device_key(pocl)} | {units} compute units"
     theirs = {"version": devfeat.MEASUREMENT_VERSION, "copy_bandwidth_gbs": 999.0, "peak_gflops": 999.0}
-    cache.write_text(json.dumps({f"{device_key(pocl)} | {2 * units} compute units": theirs, device_key(pocl): theirs}))
+    cache.write_text(json.dumps({f"{legacy_device_key(pocl)} | {2 * units} compute units": theirs,
+                                 legacy_device_key(pocl): theirs}))
     monkeypatch.setattr(devfeat, "measure_device", lambda device, repeats=5: {
         "version": devfeat.MEASUREMENT_VERSION, "copy_bandwidth_gbs": 3.0, "peak_gflops": 4.0})
     assert devfeat.device_features(pocl, cache_dir=cache).copy_bandwidth_gbs == 3.0

@@ -89,12 +89,13 @@ class _Device:
         self.name = name
         self.driver_version = "1"
         self.platform = type("P", (), {"name": "test"})()
+        self.max_compute_units = 4
 
 
 def test_the_model_is_cached_per_device_set_and_damage_is_ignored(tmp_path):
     cache = tmp_path / "models.json"
     a, b = _Device("A"), _Device("B")
-    model = system_model.SystemModel(["test | A | 1", "test | B | 1"], Terms([0.001, 0.002], [0.1, 0.2], [3e-4, 5e-4], 4e-4, 0.3, 0.6),
+    model = system_model.SystemModel(["test | A | 1 | 4 compute units", "test | B | 1 | 4 compute units"], Terms([0.001, 0.002], [0.1, 0.2], [3e-4, 5e-4], 4e-4, 0.3, 0.6),
                                      0.05, _samples_from(Terms.none(2), PROGRAMS[:1]))
     system_model.store(model, [a, b], cache)
     again = system_model.cached([b, a], cache)  # the same set in another order
@@ -237,8 +238,9 @@ def test_devices_of_one_model_share_their_terms_and_their_profile():
 def test_groups_of_gives_devices_of_one_key_the_first_ones_index():
     from types import SimpleNamespace
 
-    def device(name, driver="1.0"):
-        return SimpleNamespace(name=name, driver_version=driver, platform=SimpleNamespace(name="P"))
+    def device(name, driver="1.0", units=8):
+        return SimpleNamespace(name=name, driver_version=driver, platform=SimpleNamespace(name="P"),
+                               max_compute_units=units)
 
-    devices = [device("gpu"), device("cpu"), device("gpu"), device("gpu", "2.0")]
-    assert system_model.groups_of(devices) == [0, 1, 0, 3]
+    devices = [device("gpu"), device("cpu"), device("gpu"), device("gpu", "2.0"), device("gpu", units=4)]
+    assert system_model.groups_of(devices) == [0, 1, 0, 3, 4]  # another driver, or another size: apart

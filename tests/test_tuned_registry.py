@@ -212,3 +212,54 @@ def test_remove_never_changes_a_file_outside_the_registry(registry, prog, tmp_pa
     assert [r.size for r in tuned.records()] == [[32, 24]]
     assert tuned.remove("box_blur") == []
     assert path.read_text() == before
+
+
+def test_a_device_of_another_size_has_records_of_its_own(registry, prog, monkeypatch):
+    """The registry keys a device by its platform, name, driver and compute units: a home folder
+    shared by a 16- and a 32-core VM (one PoCL name and driver) keeps their records apart."""
+    from imagecl.runtime.devices import device_key
+
+    device = imagecl.select_device()
+    units = int(device.max_compute_units)
+    assert device_key(device).endswith(f" | {units} compute units")
+    tuned.record(prog, device, SMALL, (24, 32), 1e-3)
+
+    class Bigger:  # the same device as another VM size shows it
+        platform, name, driver_version, max_compute_units = device.platform, device.name, device.driver_version, 2 * units
+    assert device_key(Bigger()) != device_key(device)
+    assert tuned.lookup(prog, Bigger(), (32, 24)) is None
+    assert tuned.lookup(prog, device, (32, 24)).configuration == SMALL
+
+
+def test_a_record_written_before_keys_had_the_size_is_still_read(registry, prog):
+    """A registry file written under the old key (platform | name | driver) serves its device
+    until a record under the new key exists; new records go under the new key."""
+    from imagecl.runtime.devices import legacy_device_key
+
+    device = imagecl.select_device()
+    old_key = legacy_device_key(device)
+    path = tuned._file(tuned.program_key(prog.info.unit), old_key)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"format": tuned.FORMAT, "program_key": tuned.program_key(prog.info.unit),
+                                "device": old_key, "records": {"32x24": {"size": [32, 24], "configuration": SMALL,
+                                                                         "seconds": 1e-3}}}))
+    before = tuned.stamp(prog, device)
+    assert before[0] == str(path) and prog.tuned_config(size=(32, 24)) == _full(prog, SMALL, (24, 32))
+    outcome = tuned.record(prog, device, LARGE, (24, 32), 2e-3)
+    assert outcome.kept and outcome.path != path  # the new key's file, which has no faster record
+    assert tuned.stamp(prog, device)[0] == str(outcome.path) != before[0]
+    assert tuned.lookup(prog, device, (32, 24)).configuration == LARGE  # its own key's record wins
+
+
+def test_a_split_recorded_before_keys_had_the_size_is_still_read(registry, prog):
+    from imagecl import splits
+
+    device = imagecl.select_device()
+    legacy = splits._file(prog, [device, device], legacy=True)
+    assert legacy != splits._file(prog, [device, device])
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text(json.dumps({"format": splits.FORMAT, "devices": ["a", "b"], "records": {
+        "64x64": {"size": [64, 64], "shares": [0.25, 0.75], "h": None, "seconds": 1.0}}}))
+    assert splits.lookup(prog, [device, device], [64, 64]).shares == [0.25, 0.75]
+    splits.record(prog, [device, device], [64, 64], [0.5, 0.5])
+    assert splits.lookup(prog, [device, device], [64, 64]).shares == [0.5, 0.5]

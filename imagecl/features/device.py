@@ -157,7 +157,7 @@ def query(device) -> DeviceFeatures:
 
 def features_key(device) -> str:
     """What `device`'s measured rates are cached under: its platform, name, driver and size."""
-    return f"{device_key(device)} | {int(device.max_compute_units)} compute units"
+    return device_key(device)
 
 
 def device_features(device, measure: bool = True, cache_dir: Optional[Path] = None) -> DeviceFeatures:

@@ -135,7 +135,15 @@ def context_and_queue(device):
 
 
 def device_key(device) -> str:
-    """A stable description of a device and its driver, for caches and records."""
+    """A stable description of a device, its driver and its size, for caches and records: a name
+    and a driver do not tell a device's size (PoCL names a 16- and a 32-core Xeon VM alike, a MIG
+    slice is named as its whole GPU), and what was tuned or fitted for one is not the other's."""
+    return f"{legacy_device_key(device)} | {int(device.max_compute_units)} compute units"
+
+
+def legacy_device_key(device) -> str:
+    """The key records were written under before keys had the size (platform, name, driver): read
+    where a device has no record under its own key (tuned.py, splits.py), never written."""
     return f"{device.platform.name.strip()} | {device.name.strip()} | {device.driver_version.strip()}"
 
 

@@ -153,7 +153,7 @@ class Prediction:
 
 
 def groups_of(devices: Sequence) -> list[int]:
-    """Each device's group: devices of one key (one model under one driver) share one."""
+    """Each device's group: devices of one key (one model of one size under one driver) share one."""
     from .devices import device_key
 
     keys = [device_key(d) for d in devices]
