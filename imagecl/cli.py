@@ -136,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     res = sub.add_parser("results", help="list what a results database holds")
     res.add_argument("--db", required=True)
     res.add_argument("--json", action="store_true", help="print a list of records as JSON")
+    res.add_argument("--adopt", action="store_true",
+                     help="make the records of the device's name and driver that an older store kept without "
+                          "compute units this device's (--device), where you know they were measured on it")
+    res.add_argument("--device", help="with --adopt: device index or name fragment (default: the default device)")
     res.add_argument("--plot", metavar="FILE.png",
                      help="also plot the largest run: its tuning curve (best time so far against measurements) and "
                           "time against each parameter (.png, .svg, .pdf; needs matplotlib)")
@@ -795,8 +799,29 @@ def _our_problem_size(size) -> str:
     return str(size)
 
 
+def _adopt(args) -> int:
+    """imagecl results --adopt: an older store's unsized records of this device's name and driver
+    become this device's (tuner/store.py: a record's device is its name, driver and compute units)."""
+    from .runtime.devices import select_device
+    from .tuner.store import Store
+    from .tuner.target import device_identity
+
+    name, driver, units = device_identity(select_device(args.device))
+    with Store(args.db) as store:
+        adopted, left = store.adopt_unsized(name, driver, units)
+    print(f"{mask(args.db)}: {adopted} record{'s' if adopted != 1 else ''} of {terminal(name)} (driver "
+          f"{terminal(driver)}) stored without compute units are now this device's ({units} compute units)"
+          + (f"; {left} left as they were: a record of this size has the same configuration" if left else ""))
+    return 0
+
+
 def _results(args) -> int:
     from .tuner.store import Store
+
+    if args.adopt:
+        return _adopt(args)
+    if args.device is not None:
+        raise ArgumentError("--device goes with --adopt")
 
     if args.plot:
         from .plots import plot_run

@@ -140,6 +140,43 @@ def test_tune_does_not_reuse_an_upgraded_stores_unsized_records_and_says_so_once
         assert [r.time for r in store.records(unsized)] == [1e-9, 1e-9]  # kept, apart
 
 
+def test_adopt_makes_an_older_stores_records_this_devices(store_address, tmp_path):
+    """`imagecl results --adopt`: the user vouches that an older store's unsized records of this
+    device's name and driver were measured on it; they become its records, except where a record
+    of its size has the same configuration (that one stands), and others are untouched."""
+    import imagecl
+    from imagecl.runtime.devices import select_device
+    from imagecl.tuner.target import run_key
+
+    program = imagecl.load(EXAMPLES / "box_blur.icl")
+    device = select_device(None)
+    run = run_key(program, device, (16, 24))
+    space = program.space_for(device, (16, 24))
+    a, b, c = space.random(3, seed=5)
+    unsized = dataclasses.replace(run, compute_units=0)
+    elsewhere = dataclasses.replace(unsized, device="another device")
+    make_store(store_address, 2, records=[(unsized, Record(a, "ok", 1.0, [1.0])), (unsized, Record(b, "ok", 2.0, [2.0])),
+                                          (elsewhere, Record(c, "ok", 3.0, [3.0]))])
+    with Store(store_address) as store:  # upgraded; then b is measured again on this device
+        store.add_many(run, [Record(b, "ok", 5.0, [5.0])])
+    env = {**os.environ, "IMAGECL_TUNED": str(tmp_path / "registry")}
+    adopt = [sys.executable, "-m", "imagecl", "results", "--db", store_address, "--adopt"]
+    result = subprocess.run(adopt, capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "1 record of " in result.stdout and f"({run.compute_units} compute units)" in result.stdout
+    assert "1 left as they were" in result.stdout
+    with Store(store_address, readonly=True) as store:
+        sized = {canonical_config(r.config): r.time for r in store.records(run)}
+        assert sized == {canonical_config(a): 1.0, canonical_config(b): 5.0}  # b: the sized record stands
+        assert [r.time for r in store.records(unsized)] == [2.0]  # the old b, left apart
+        assert [r.time for r in store.records(dataclasses.replace(elsewhere))] == [3.0]  # another device's
+    again = subprocess.run(adopt, capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0 and "0 records of " in again.stdout
+    wrong = subprocess.run([sys.executable, "-m", "imagecl", "results", "--db", store_address, "--device", "0"],
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert wrong.returncode != 0 and "--device goes with --adopt" in wrong.stderr
+
+
 def _schema_version(address: str) -> str:
     if address.startswith("postgresql"):
         import psycopg

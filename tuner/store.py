@@ -199,6 +199,23 @@ class Store:
         unknown = dataclasses.replace(run, compute_units=0)
         return self._execute("SELECT COUNT(*) FROM measurements" + self._of_run(), _run_args(unknown))[0][0]
 
+    def adopt_unsized(self, device: str, driver: str, compute_units: int) -> tuple[int, int]:
+        """Make the records of `device` and `driver` stored without compute units (an older
+        store's) those of a device of `compute_units`, on the word of a user who knows that they
+        were measured on it (the store cannot tell). A record whose configuration this size has
+        already is left as it was: the sized one stands. Returns (adopted, left)."""
+        if compute_units < 1:
+            raise StoreError(f"{self.name}: a device has at least one compute unit, not {compute_units}")
+        unsized = " FROM measurements WHERE device=? AND driver=? AND compute_units=0"
+        twin = (" AND NOT EXISTS (SELECT 1 FROM measurements AS twin WHERE twin.program_hash=measurements.program_hash"
+                " AND twin.device=measurements.device AND twin.driver=measurements.driver AND twin.compute_units=?"
+                " AND twin.problem_size=measurements.problem_size AND twin.config_key=measurements.config_key)")
+        total = self._execute("SELECT COUNT(*)" + unsized, (device, driver))[0][0]
+        adopted = self._execute("SELECT COUNT(*)" + unsized + twin, (device, driver, compute_units))[0][0]
+        self._write("UPDATE measurements SET compute_units=? WHERE device=? AND driver=? AND compute_units=0" + twin,
+                    (compute_units, device, driver, compute_units))
+        return adopted, total - adopted
+
     def add_many(self, run: RunKey, records: Iterable[Record]) -> int:
         """Store `records` in one transaction: all or none of them (an import of thousands would
         otherwise wait for one synchronous commit each)."""
