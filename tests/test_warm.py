@@ -22,7 +22,7 @@ from imagecl.runtime.arguments import prepare
 from imagecl.runtime.devices import context_and_queue, select_device
 from imagecl.runtime.warm import argument_shapes, warm_launch
 from imagecl.tuner.buildcache import BuildCache, _build_in_child, build_key
-from imagecl.tuner.pipeline import _build_job, _warmer
+from imagecl.tuner.pipeline import _build_job, _warmer, job_source
 from imagecl.tuner.target import ProgramTarget
 
 BLUR = """
@@ -74,7 +74,7 @@ def _binary(program, device, plan, shapes=None) -> bytes:
 def _device_index(device) -> int:
     from imagecl.runtime.devices import _all_devices
 
-    return next(i for i, d in enumerate(_all_devices()) if d.int_ptr == device.int_ptr)
+    return list(_all_devices()).index(device)
 
 
 def test_a_warmed_binary_carries_the_work_group_function(blur):
@@ -122,14 +122,16 @@ def test_what_is_not_warmed(blur):
     plan_l = looping.plan({**looping.space.defaults, "wg_x": 8, "wg_y": 4}, device)
     assert not warm_launch(looping, plan_l, shapes, device, _built(looping, device, plan_l))
     job = {"kind": "icl", "program": BLUR, "filename": "<blur>", "config": _config(program), "arguments": shapes}
-    assert _warmer(job, device) is not None
-    assert _warmer({**job, "arguments": None}, device) is None  # a job made without the shapes
-    assert _warmer({"kind": "source", "source": "", "options": []}, device) is None  # a hand-written kernel
+    variant = job_source(job, device)[2]
+    assert _warmer(job, device, variant) is not None
+    assert _warmer({**job, "arguments": None}, device, variant) is None  # a job made without the shapes
+    hand_written = {"kind": "source", "source": "", "options": []}
+    assert _warmer(hand_written, device, job_source(hand_written, device)[2]) is None  # no program to plan
 
     class Gpu:
         import pyopencl as cl
         type = cl.device_type.GPU
-    assert _warmer(job, Gpu()) is None  # a GPU's binary is complete, and its launches are timed
+    assert _warmer(job, Gpu(), variant) is None  # a GPU's binary is complete, and its launches are timed
 
 
 def _built(program, device, plan):

@@ -404,36 +404,33 @@ def _ignore_interrupts() -> None:
 _PROGRAMS: dict[tuple[str, str], Any] = {}
 
 
-def job_source(job: Job, device) -> tuple[str, tuple[str, ...]]:
-    """The OpenCL source and build options of a job (generated here for an `.icl` program)."""
+def job_source(job: Job, device) -> tuple[str, tuple[str, ...], Optional[tuple[Any, Any]]]:
+    """The OpenCL source and build options of a job, and for an `.icl` program (whose source is
+    generated here, from a program compiled once per builder) its program and plan."""
     if job["kind"] == "source":
-        return job["source"], tuple(job["options"])
-    program, plan = _program_and_plan(job, device)
-    return program.source_of(plan), ()
-
-
-def _program_and_plan(job: Job, device) -> tuple[Any, Any]:
-    """An `.icl` job's program (compiled once per builder) and its configuration's plan."""
+        return job["source"], tuple(job["options"]), None
     import imagecl
 
     key = (job["program"], job["filename"])
     program = _PROGRAMS.get(key)
     if program is None:
         program = _PROGRAMS[key] = imagecl.compile(job["program"], job["filename"])
-    return program, program.plan(dict(job["config"]), device)
+    plan = program.plan(dict(job["config"]), device)
+    return program.source_of(plan), (), (program, plan)
 
 
-def _warmer(job: Job, device) -> Optional[Callable[[Any], Any]]:
-    """What compiles an `.icl` job's work-group function in the builder, on a CPU device whose
-    compiler does that at the first launch (PoCL: runtime/warm.py); None elsewhere (a GPU's
-    binary is complete, and a launch there would run beside the timed ones)."""
+def _warmer(job: Job, device, variant: Optional[tuple[Any, Any]]) -> Optional[Callable[[Any], Any]]:
+    """What compiles the work-group function of an `.icl` job's `variant` (its program and plan)
+    in the builder, on a CPU device whose compiler does that at the first launch (PoCL:
+    runtime/warm.py); None elsewhere (a GPU's binary is complete, and a launch there would run
+    beside the timed ones)."""
     import pyopencl as cl
 
-    if job["kind"] != "icl" or not job.get("arguments") or device.type & cl.device_type.GPU:
+    if variant is None or not job.get("arguments") or device.type & cl.device_type.GPU:
         return None
     from imagecl.runtime.warm import warm_launch
 
-    program, plan = _program_and_plan(job, device)
+    program, plan = variant
     return lambda built: warm_launch(program, plan, job["arguments"], device, built)
 
 
@@ -448,7 +445,7 @@ def _build_job(device: tuple[int, str, str], cache_dir: str, name: str, job: Job
     cl_device = _all_devices()[index]
     start = time.perf_counter()
     try:
-        source, options = job_source(job, cl_device)
+        source, options, variant = job_source(job, cl_device)
     except Exception as exc:  # noqa: BLE001 - the worker generates it again and records the error
         return Built("left", error=f"{type(exc).__name__}: {exc}", generate_seconds=time.perf_counter() - start)
     generated = time.perf_counter()
@@ -460,7 +457,7 @@ def _build_job(device: tuple[int, str, str], cache_dir: str, name: str, job: Job
     mark = mark % os.getpid()
     with open(mark, "w") as f:
         f.write(name)
-    binary, log = _build_in_child(index, source, options, _warmer(job, cl_device))
+    binary, log = _build_in_child(index, source, options, _warmer(job, cl_device, variant))
     os.remove(mark)
     done.build_seconds = time.perf_counter() - generated
     if binary is not None:

@@ -206,13 +206,14 @@ class Store:
         already is left as it was: the sized one stands. Returns (adopted, left)."""
         if compute_units < 1:
             raise StoreError(f"{self.name}: a device has at least one compute unit, not {compute_units}")
-        unsized = " FROM measurements WHERE device=? AND driver=? AND compute_units=0"
+        unsized = " WHERE device=? AND driver=? AND compute_units=0"
         twin = (" AND NOT EXISTS (SELECT 1 FROM measurements AS twin WHERE twin.program_hash=measurements.program_hash"
                 " AND twin.device=measurements.device AND twin.driver=measurements.driver AND twin.compute_units=?"
                 " AND twin.problem_size=measurements.problem_size AND twin.config_key=measurements.config_key)")
-        total = self._execute("SELECT COUNT(*)" + unsized, (device, driver))[0][0]
-        adopted = self._execute("SELECT COUNT(*)" + unsized + twin, (device, driver, compute_units))[0][0]
-        self._write("UPDATE measurements SET compute_units=? WHERE device=? AND driver=? AND compute_units=0" + twin,
+        total = self._execute("SELECT COUNT(*) FROM measurements" + unsized, (device, driver))[0][0]
+        adopted = self._execute("SELECT COUNT(*) FROM measurements" + unsized + twin,
+                                (device, driver, compute_units))[0][0]
+        self._write("UPDATE measurements SET compute_units=?" + unsized + twin,
                     (compute_units, device, driver, compute_units))
         return adopted, total - adopted
 

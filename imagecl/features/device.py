@@ -133,7 +133,7 @@ def query(device) -> DeviceFeatures:
             return default
 
     return DeviceFeatures(
-        key=features_key(device),
+        key=device_key(device),
         name=device.name.strip(),
         vendor=str(info("vendor", "")).strip(),
         platform=device.platform.name.strip(),
@@ -153,11 +153,6 @@ def query(device) -> DeviceFeatures:
         image_support=bool(info("image_support", False)),
         preferred_vector_widths={t: int(info(f"preferred_vector_width_{t}")) for t in _VECTOR_TYPES},
     )
-
-
-def features_key(device) -> str:
-    """What `device`'s measured rates are cached under: its platform, name, driver and size."""
-    return device_key(device)
 
 
 def device_features(device, measure: bool = True, cache_dir: Optional[Path] = None) -> DeviceFeatures:
