@@ -629,9 +629,13 @@ class ClusterMeasurer:
         self._workerless, self._hung = None, set()
         self._started.clear()
         self.client.subscribe_topic(STARTED_TOPIC, self._on_started)
-        first = [t for t in (take(None) for _ in range(max(1, self.workers))) if t]
-        for task in first:  # every worker busy before any successor is reserved
-            send(task)
+        # every worker busy before any successor is reserved, each first task pinned to its own
+        # worker: left to itself, Dask may hand two resource-bound tasks to one worker ahead of
+        # time while the other idles (a pinned task whose worker is gone goes out again unpinned)
+        idle = self._device_workers()
+        first = [t for t in (take(None) for _ in range(max(1, len(idle)))) if t]
+        for task, worker in zip(first, idle or [None]):
+            send(task, worker=worker)
         watched = time.time()
         try:
             while futures and not summary.stopped_early:
