@@ -535,6 +535,61 @@ def test_bagged_network_is_far_better_than_a_constant(truth):
     assert errors["bnn"] < 0.25 * errors["constant"], errors  # measured: about 0.06 vs 1.75
 
 
+@pytest.mark.parametrize("activation", ["tanh", "sigmoid", "relu", "silu"])
+@pytest.mark.parametrize("hidden", [(8,), (8, 5)])
+def test_bagged_network_gradients_are_autograds(activation, hidden):
+    """The hand-written backward pass against torch's autograd of the same loss: the k members'
+    squared errors weighted per sample, plus the weight decay on the weights."""
+    import torch
+
+    net = models.BaggedNeuralNetwork(k=3, hidden=hidden, activation=activation, weight_decay=0.01)
+    k, n, width = 3, 17, 4
+    gen = torch.Generator().manual_seed(1)
+    flat, params = net._init_params(k, width, gen)
+    for b in params[1::2]:  # biases start at zero: make them matter
+        b.copy_(torch.randn(b.shape, generator=gen))
+    x, y = torch.randn(n, width, generator=gen), torch.randn(n, generator=gen)
+    weight = torch.rand(k, n, generator=gen)
+    _, grads = net._views(k, width)
+    net._gradients(params, grads, x, y.view(1, n, 1), (2 * weight).unsqueeze(-1))
+
+    act = {"tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu,
+           "silu": torch.nn.functional.silu}[activation]
+    leaves = [p.clone().requires_grad_() for p in params]
+    h = x.expand(k, n, width)
+    for w, b in zip(leaves[0:-2:2], leaves[1:-2:2]):
+        h = act(h @ w + b)
+    out = (h @ leaves[-2] + leaves[-1]).squeeze(-1)                       # (k, n)
+    loss = ((out - y) ** 2 * weight).sum() + 0.01 * sum((w ** 2).sum() for w in leaves[0::2])
+    loss.backward()
+    for mine, leaf in zip(grads, leaves):
+        assert torch.allclose(mine, leaf.grad, rtol=1e-4, atol=1e-5), (mine - leaf.grad).abs().max()
+    assert float(flat.abs().sum()) > 0 and flat.data_ptr() == params[0].data_ptr()  # the views share one tensor
+
+
+def test_index_numbers_rows_as_a_mixed_radix_of_value_positions():
+    """`index` against a per-row reference: digit i is the value's position in parameter i's
+    values, the first parameter most significant; a value a parameter does not have gives -1.
+    A parameter whose values span too wide a range for a table takes the other path."""
+    for values in ([[3, 1, 2], [-4, 0, 9], [7]], [[1, 2], [0, 1 << 40, 5]]):
+        problem = Problem([Parameter(f"p{i}", v) for i, v in enumerate(values)])
+        rng = np.random.default_rng(0)
+        pool = [v + [v[0] + 1000, -77] for v in values]
+        rows = np.stack([rng.choice(p, 300) for p in pool], axis=1)
+
+        def reference(row):
+            digits = [v.index(int(x)) if int(x) in v else None for v, x in zip(values, row)]
+            if None in digits:
+                return -1
+            out = 0
+            for v, d in zip(values, digits):
+                out = out * len(v) + d
+            return out
+
+        assert problem.index(rows).tolist() == [reference(r) for r in rows]
+        assert problem.index(rows[:0]).shape == (0,)
+
+
 def test_scikit_learn_models_share_the_interface(truth):
     m, t, fail = truth
     rows, y = m[~fail][::40], np.log(t[~fail][::40])
@@ -644,6 +699,7 @@ def test_simulate_command_line_json(tmp_path, capsys):
         assert set(run) >= {"best_time", "evaluations", "best_config"}
         assert run["evaluations"] <= 30 and run["slowdown"] >= 1.0
         assert replay.records[replay.key(run["best_config"])] == pytest.approx(run["best_time"])
+    assert report["within_5pct"] == sum(r["slowdown"] <= 1.05 for r in report["repeats"]) / 3
     again = simulate_mod.simulate(replay, "random", 30, 3, 1)
     assert [r["best_time"] for r in again["repeats"]] == pytest.approx([r["best_time"] for r in report["repeats"]])
 

@@ -155,6 +155,15 @@ class Problem:
         are measured already?) become np.isin on integers instead of Python loops over tuples.
         """
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, len(self.parameters))
+        table = self._position_table()
+        if table is not None:  # a search asks thousands of times: a few operations over every column at once
+            positions, low, radix = table
+            shifted = rows - low
+            inside = (shifted >= 0) & (shifted < positions.shape[1])
+            digits = positions[np.arange(len(low)), np.where(inside, shifted, 0)]
+            out = digits @ radix
+            out[~inside.all(1) | (digits < 0).any(1)] = -1
+            return out
         out = np.zeros(len(rows), dtype=np.int64)
         bad = np.zeros(len(rows), dtype=bool)
         for i, p in enumerate(self.parameters):
@@ -165,6 +174,28 @@ class Problem:
             out = out * len(values) + order[pos]
         out[bad] = -1
         return out
+
+    def _position_table(self) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """For `index`: each parameter's value -> position table (one row per parameter, -1 for
+        values it does not have, column v - low), the lowest values and the positional weights;
+        None where the values span too wide a range for a table (`index` searches them instead)."""
+        cached = getattr(self, "_positions", None)
+        if cached is not None and cached[0] is self.parameters:
+            return cached[1]
+        table = None
+        values = [np.asarray(p.values, dtype=np.int64) for p in self.parameters]
+        if values and all(len(v) for v in values):
+            low = np.array([v.min() for v in values], dtype=np.int64)
+            span = int(max(v.max() - lo for v, lo in zip(values, low))) + 1
+            if span * len(values) <= 1 << 20:
+                positions = np.full((len(values), span), -1, dtype=np.int64)
+                for i, v in enumerate(values):
+                    positions[i, v[::-1] - low[i]] = np.arange(len(v))[::-1]  # a repeated value: its first position
+                sizes = [len(v) for v in values]
+                radix = np.array([math.prod(sizes[i + 1:]) for i in range(len(sizes))], dtype=np.int64)
+                table = (positions, low, radix)
+        self._positions = (self.parameters, table)
+        return table
 
     def _mask_rows(self, rows: np.ndarray) -> np.ndarray:
         return np.asarray(self.valid_mask({n: rows[:, i] for i, n in enumerate(self.names)}), dtype=bool)

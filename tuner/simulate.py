@@ -208,6 +208,8 @@ def summarise(runs: list[dict[str, Any]], optimum: Optional[float], space: Optio
     out["mean_slowdown"] = statistics.fmean(slow) if slow else None
     out["max_slowdown"] = max(slow) if slow else None
     out["found_optimum"] = (sum(s <= 1 + 1e-12 for s in slow) / len(runs)) if optimum is not None else None
+    # a run that found nothing is not within 5% either
+    out["within_5pct"] = (sum(s <= 1.05 for s in slow) / len(runs)) if optimum is not None else None
     return out
 
 

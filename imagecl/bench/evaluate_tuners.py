@@ -129,7 +129,8 @@ def main(argv=None) -> int:
                                         "mean_slowdown": rep.get("mean_slowdown"),
                                         "max_slowdown": rep.get("max_slowdown"),
                                         "mean_evaluations": rep.get("mean_evaluations"),
-                                        "found_optimum": rep.get("found_optimum"), "seconds": time.time() - t})
+                                        "found_optimum": rep.get("found_optimum"), "within_5pct": rep.get("within_5pct"),
+                                        "seconds": time.time() - t, "repeats": args.repeats})
                 print(f"  {strategy:22s} {fraction:6.2%} budget {budget}: slowdown {rep.get('mean_slowdown')}, "
                       f"{rep.get('mean_evaluations')} measurements", file=sys.stderr, flush=True)
         report["spaces"].append(entry)
@@ -163,7 +164,8 @@ def markdown(report: dict, fractions) -> str:
         names = list(dict.fromkeys(r["strategy"] for r in entry["search"]))
         budgets = {r["fraction"]: r["budget"] for r in entry["search"]}
         lines.append(f"**{entry['space']}** ({entry['valid']} valid of {entry['recorded']} recorded): mean slowdown "
-                     "against the best over the repeats (worst run), mean measurements used")
+                     "against the best over the repeats (worst run), mean measurements used; share of runs within "
+                     "5% of the best, seconds per run")
         lines.append("")
         lines.append("| strategy | " + " | ".join(f"{f:.1%} ({budgets[f]})" for f in fractions) + " |")
         lines.append("| --- |" + " ---: |" * len(fractions))
@@ -174,8 +176,11 @@ def markdown(report: dict, fractions) -> str:
                 if r["mean_slowdown"] is None:
                     cells.append("no result")
                     continue
-                cells.append(f"{(r['mean_slowdown'] - 1) * 100:.2f}% (max {(r['max_slowdown'] - 1) * 100:.1f}%), "
-                             f"{r['mean_evaluations']:.1f}")
+                cell = (f"{(r['mean_slowdown'] - 1) * 100:.2f}% (max {(r['max_slowdown'] - 1) * 100:.1f}%), "
+                        f"{r['mean_evaluations']:.1f}")
+                if r.get("within_5pct") is not None and r.get("repeats"):  # results of older runs have neither
+                    cell += f"; {100 * r['within_5pct']:.0f}%, {r['seconds'] / r['repeats']:.2f} s"
+                cells.append(cell)
             lines.append(f"| {s} | " + " | ".join(cells) + " |")
         lines.append("")
         if entry["models"].get("bnn"):

@@ -53,12 +53,15 @@ def _local_phase(problem: Problem, session: Session, ranker: "_Ranker", model: M
         return model
 
     abandoned: list[np.ndarray] = []
+    neighbourhoods: dict[bytes, np.ndarray] = {}  # a centre's repaired neighbours: it stays the centre for a while
     while session.remaining > 0:
         best = _centres(session, abandoned, width)
         if len(best) == 0:
             break
         centre = best[0]
-        around = _repaired_neighbours(problem, centre)
+        around = neighbourhoods.get(centre.tobytes())
+        if around is None:
+            around = neighbourhoods[centre.tobytes()] = _repaired_neighbours(problem, centre)
         pool = _neighbour_candidates(problem, session, best, radius, first=around)
         if len(pool) == 0:
             pool = _unmeasured_sample(problem, session, ranker.rng)

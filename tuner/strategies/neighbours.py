@@ -48,23 +48,25 @@ def _repaired_neighbours(problem: Problem, row: np.ndarray, max_repairs: int = 3
     keep the step local.
     """
     row = np.asarray(row, dtype=np.int64)
+    moved = [(i, v) for i, p in enumerate(problem.parameters) for v in p.values if v != row[i]]
+    single = np.repeat(row[None, :], len(moved), axis=0)
+    for j, (i, v) in enumerate(moved):
+        single[j, i] = v
+    valid = problem._mask_rows(single) if len(single) else np.zeros(0, dtype=bool)  # every plain move at once
     found = []
-    for i, p in enumerate(problem.parameters):
-        for v in p.values:
-            if v == row[i]:
-                continue
-            frontier = row[None, :].copy()
-            frontier[0, i] = v
-            for depth in range(max_repairs + 1):
-                valid = problem._mask_rows(frontier)
-                if valid.any():
-                    found.append(frontier[valid])
-                    break
-                if depth == max_repairs:
-                    break
-                frontier = _distinct(problem, _moves(problem, frontier, keep=i))
-                if len(frontier) > 200_000:  # a deep repair in a very wide space: not a local step any more
-                    break
+    for j, (i, _) in enumerate(moved):
+        if valid[j]:
+            found.append(single[j:j + 1])
+            continue
+        frontier = single[j:j + 1]
+        for _ in range(max_repairs):
+            frontier = _distinct(problem, _moves(problem, frontier, keep=i))
+            if len(frontier) > 200_000:  # a deep repair in a very wide space: not a local step any more
+                break
+            repaired = problem._mask_rows(frontier)
+            if repaired.any():
+                found.append(frontier[repaired])
+                break
     if not found:
         return row[None, :0].reshape(0, len(row))
     return _distinct(problem, np.concatenate(found))
