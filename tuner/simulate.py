@@ -313,7 +313,8 @@ def format_report(report: Mapping[str, Any]) -> str:
                  f"worst {ms(report['worst_best_time'])}; optimum {ms(report['optimum'])}")
     if report.get("mean_slowdown") is not None:
         lines.append(f"  slowdown vs optimum: mean {report['mean_slowdown']:.4f}, max {report['max_slowdown']:.4f}; "
-                     f"optimum found in {report['found_optimum']:.0%} of runs")
+                     f"optimum found in {report['found_optimum']:.0%} of runs, within 5% of it in "
+                     f"{report['within_5pct']:.0%}")
     frac = report.get("fraction_measured")
     lines.append(f"  measurements: mean {report['mean_evaluations']:.1f}"
                  + (f" ({frac:.2%} of the space)" if frac is not None else ""))
