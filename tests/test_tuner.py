@@ -567,11 +567,19 @@ def test_bagged_network_gradients_are_autograds(activation, hidden):
     assert float(flat.abs().sum()) > 0 and flat.data_ptr() == params[0].data_ptr()  # the views share one tensor
 
 
+@pytest.mark.parametrize("options, message", [({"hidden": ()}, "one or more layers"),
+                                              ({"hidden": (8, 0)}, "one or more layers"),
+                                              ({"activation": "gelu"}, "unknown activation 'gelu'")])
+def test_bagged_network_refuses_shapes_it_cannot_train(options, message):
+    with pytest.raises(ValueError, match=message):
+        models.BaggedNeuralNetwork(**options)
+
+
 def test_index_numbers_rows_as_a_mixed_radix_of_value_positions():
     """`index` against a per-row reference: digit i is the value's position in parameter i's
     values, the first parameter most significant; a value a parameter does not have gives -1.
     A parameter whose values span too wide a range for a table takes the other path."""
-    for values in ([[3, 1, 2], [-4, 0, 9], [7]], [[1, 2], [0, 1 << 40, 5]]):
+    for values in ([[3, 1, 2], [-4, 0, 9], [7]], [[1, 2], [0, 1 << 40, 5]], [[-(1 << 62) - 1, (1 << 62) + 1]]):
         problem = Problem([Parameter(f"p{i}", v) for i, v in enumerate(values)])
         rng = np.random.default_rng(0)
         pool = [v + [v[0] + 1000, -77] for v in values]

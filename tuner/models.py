@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import did_you_mean
 
 PREDICT_CHUNK = 1 << 16
+ACTIVATIONS = ("tanh", "sigmoid", "relu", "silu")  # the bagged network's (BaggedNeuralNetwork._activate)
 
 
 class Model(Protocol):
@@ -96,6 +97,12 @@ class BaggedNeuralNetwork:
                  activation: str = "tanh", seed: int = 0, threads: int = 2) -> None:
         if k < 2:
             raise ValueError("bagging needs k >= 2 members")
+        if not hidden or any(int(h) < 1 for h in hidden):
+            raise ValueError(f"hidden needs one or more layers of at least one unit, got {tuple(hidden)!r}")
+        if activation not in ACTIVATIONS:
+            close = did_you_mean(activation, ACTIVATIONS)
+            raise ValueError(f"unknown activation '{activation}'" + (f" (did you mean '{close}'?)" if close else "")
+                             + f"; known: {', '.join(ACTIVATIONS)}")
         self.k = k
         self.hidden = tuple(int(h) for h in hidden)
         self.epochs = epochs

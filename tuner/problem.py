@@ -186,7 +186,7 @@ class Problem:
         values = [np.asarray(p.values, dtype=np.int64) for p in self.parameters]
         if values and all(len(v) for v in values):
             low = np.array([v.min() for v in values], dtype=np.int64)
-            span = int(max(v.max() - lo for v, lo in zip(values, low))) + 1
+            span = max(int(v.max()) - int(lo) for v, lo in zip(values, low)) + 1  # Python ints: no overflow
             if span * len(values) <= 1 << 20:
                 positions = np.full((len(values), span), -1, dtype=np.int64)
                 for i, v in enumerate(values):
