@@ -101,6 +101,10 @@ def conv9_tuned_variant_per_device() -> None:
     try:
         _, ran = multidevice.run(prog, {"input": img, "filter": filt}, devices, uneven(len(devices)))
         assert ran.configs == [recorded[device_key(select_device(i))] for i in devices], ran.configs
+        for (began, enqueued, done), kernel in zip(ran.host_times, ran.kernel_seconds):
+            # the host's span of each device's run holds its kernel (device clocks differ from the
+            # host's, so 1 ms of slack)
+            assert 0 <= began <= enqueued <= done and done - began >= kernel - 1e-3, ran.host_times
         split = prog(input=img, filter=filt, devices=devices, shares=uneven(len(devices)))["output"]
         np.testing.assert_allclose(split, reference, rtol=1e-4, atol=1e-4)
     finally:
@@ -153,6 +157,10 @@ def band_with_zero_share() -> None:
     shares[-1] = 1.0
     got = prog(input=img, devices=devices, shares=shares)["output"]
     assert np.array_equal(got, reach_reference(img, "wrap"))
+    _, ran = multidevice.run(prog, {"input": img}, devices, shares)
+    assert ran.host_times[:-1] == [(0.0, 0.0, 0.0)] * (len(devices) - 1)  # no rows: no run
+    began, enqueued, done = ran.host_times[-1]
+    assert 0 <= began <= enqueued <= done
 
 
 def integer_programs_bit_exact() -> None:

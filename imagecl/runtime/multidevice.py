@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
@@ -392,6 +393,11 @@ class SplitRun:
     configs: list
     kernel_seconds: list = field(default_factory=list)
     transfer_seconds: list = field(default_factory=list)
+    # per device, host clock, seconds from the run's start: when its thread began, when its
+    # uploads, kernel and downloads were all enqueued, and when they were done ((0, 0, 0) for a
+    # device with no rows). Device clocks differ, so only these compare devices: a device whose
+    # enqueueing ends late waited for another's copies (a driver staging pageable memory, the GIL)
+    host_times: list = field(default_factory=list)
 
 
 def _event_seconds(events: list) -> float:
@@ -462,11 +468,13 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
     results = {n: np.empty(prepared.arrays[n].shape, prepared.arrays[n].dtype) if n in overwritten
                else np.array(prepared.arrays[n], order="C", copy=True) for n in prepared.outputs}
     active = [(p, band) for p, band in zip(parts, bands) if band[1] > band[0]]
+    start = time.perf_counter()
 
-    def drive(part: Part, band: tuple[int, int]) -> tuple[list, list]:
+    def drive(part: Part, band: tuple[int, int]) -> tuple[list, list, tuple[float, float, float]]:
         """One device's whole run (uploads, kernel, downloads: its queue is in order), waited."""
         import pyopencl as cl
 
+        began = time.perf_counter() - start
         part.band = band
         _allocate(part, prepared)
         transfers = _Transfers()
@@ -499,18 +507,21 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
             if stop > band[0]:
                 transfers.download(part, part.memory[name], results[name], band[0], stop)
         part.queue.flush()
+        enqueued = time.perf_counter() - start
         moved = list(transfers.events)
         transfers.wait()
-        return kernel_events, moved
+        return kernel_events, moved, (began, enqueued, time.perf_counter() - start)
 
     with _driver_errors(f"running '{program.name}' across devices", parts):
         # each device from its own host thread: a GPU driver may stage a copy of pageable host memory
         # before its enqueue returns, which from one thread would put the devices' transfers in turn
         done = each_device(drive, active)
         events = {id(part): got for (part, _), got in zip(active, done)}
-        kernel_seconds = [_event_seconds(events.get(id(p), ([], []))[0]) for p in parts]
-        transfer_seconds = [_event_seconds(events.get(id(p), ([], []))[1]) for p in parts]
-    return results, SplitRun(chosen, bands, [p.config for p in parts], kernel_seconds, transfer_seconds)
+        idle = ([], [], (0.0, 0.0, 0.0))
+        kernel_seconds = [_event_seconds(events.get(id(p), idle)[0]) for p in parts]
+        transfer_seconds = [_event_seconds(events.get(id(p), idle)[1]) for p in parts]
+        host_times = [events.get(id(p), idle)[2] for p in parts]
+    return results, SplitRun(chosen, bands, [p.config for p in parts], kernel_seconds, transfer_seconds, host_times)
 
 
 def call(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Any, config: Any, device: Any = None,
