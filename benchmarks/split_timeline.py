@@ -50,8 +50,10 @@ def main(argv=None) -> int:
     case = make_case(args.program, (height, width), np.random.default_rng(0))
     expected = prog(**case, device=devices[0])
     first, _ = multidevice.run(prog, case, devices, shares)  # builds, first-touch costs: untimed
-    for name, value in expected.items():
-        if not np.array_equal(first[name], value):
+    for name, value in expected.items():  # each device runs its own variant: floats may round apart
+        same = np.array_equal(first[name], value) if value.dtype.kind in "iub" else \
+            np.allclose(first[name], value, rtol=1e-4, atol=1e-4)
+        if not same:
             raise SystemExit(f"the split's '{name}' differs from a single-device run")
     runs = []
     for _ in range(args.repeats):
