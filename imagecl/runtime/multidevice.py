@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -469,14 +468,21 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
     results = {n: np.empty(prepared.arrays[n].shape, prepared.arrays[n].dtype) if n in overwritten
                else np.array(prepared.arrays[n], order="C", copy=True) for n in prepared.outputs}
     active = [(p, band) for p, band in zip(parts, bands) if band[1] > band[0]]
+    start = time.perf_counter()
 
-    def uploads(part: Part, band: tuple[int, int]) -> list[tuple[str, int, int]]:
-        """The (array, first row, end row) runs `part` receives for `band`."""
+    def drive(part: Part, band: tuple[int, int]) -> tuple[list, list, tuple[float, float, float]]:
+        """One device's whole run (uploads, kernel, downloads: its queue is in order), waited."""
+        import pyopencl as cl
+
+        began = time.perf_counter() - start
+        part.band = band
+        _allocate(part, prepared)
+        transfers = _Transfers()
         band_rows = np.arange(*band)
-        out = []
         for name, host in prepared.arrays.items():
             if name not in part.memory:
                 continue
+            dims = part.launch.images.get(name, 0)
             own = band_rows[band_rows < host.shape[0]] if host.ndim else band_rows
             if name in reach:
                 wanted = needed_rows(band_rows, reach[name], host.shape[0] if host.ndim else 1)
@@ -488,21 +494,8 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
                 continue
             if host.ndim == 0 or (reach.get(name) is not None and reach[name].whole):
                 wanted = np.arange(host.shape[0]) if host.ndim else np.arange(1)
-            out += [(name, a, b) for a, b in runs(wanted)]
-        return out
-
-    gate = threading.Barrier(len(active)) if active else None
-    start = 0.0  # set when the threads are started, below
-
-    def drive(part: Part, band: tuple[int, int], plan: list) -> tuple[list, list, tuple[float, float, float]]:
-        """One device's whole run (uploads, kernel, downloads: its queue is in order), waited."""
-        import pyopencl as cl
-
-        gate.wait()  # every device's thread starts enqueueing at once (see below)
-        began = time.perf_counter() - start
-        transfers = _Transfers()
-        for name, a, b in plan:
-            transfers.upload(part, part.memory[name], prepared.arrays[name], a, b, part.launch.images.get(name, 0))
+            for a, b in runs(wanted):
+                transfers.upload(part, part.memory[name], host, a, b, dims)
         kernel_events = _enqueue(program, part, part.memory, [band])
         # while the device uploads and computes, the pages its band of each new output comes back
         # to; a GPU's queue flushed first (measured on GPUs only: with three PoCL CPU devices an
@@ -520,18 +513,9 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
         return kernel_events, moved, (began, enqueued, time.perf_counter() - start)
 
     with _driver_errors(f"running '{program.name}' across devices", parts):
-        # the host's own work for every device first, then each device from its own host thread,
-        # released together: a GPU driver may stage a copy of pageable host memory before its
-        # enqueue returns, which from one thread would put the devices' transfers in turn, and a
-        # thread that starts while another runs Python waits for the interpreter's lock (up to
-        # its 5 ms switch interval), a head start that the devices' shares would have to absorb
-        planned = []
-        for part, band in active:
-            part.band = band
-            _allocate(part, prepared)
-            planned.append(uploads(part, band))
-        start = time.perf_counter()
-        done = each_device(drive, [(part, band, plan) for (part, band), plan in zip(active, planned)])
+        # each device from its own host thread: a GPU driver may stage a copy of pageable host memory
+        # before its enqueue returns, which from one thread would put the devices' transfers in turn
+        done = each_device(drive, active)
         events = {id(part): got for (part, _), got in zip(active, done)}
         idle = ([], [], (0.0, 0.0, 0.0))
         kernel_seconds = [_event_seconds(events.get(id(p), idle)[0]) for p in parts]
