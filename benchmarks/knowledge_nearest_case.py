@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from knowledge_eval import DATA, load, schemes  # noqa: E402
+from imagecl.bench.knowledge_cases import knowledge_folder, load, schemes
+from imagecl.features import ProgramFeatures
+from imagecl.tuner.knowledge.dataset import assemble
+from imagecl.tuner.knowledge.models import nearest_candidate
 
-from imagecl.features import ProgramFeatures  # noqa: E402
-from imagecl.tuner.knowledge.dataset import assemble  # noqa: E402
-from imagecl.tuner.knowledge.models import nearest_candidate  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SCHEMES = ("10-fold", "synthetic-train/real-test", "leave one program out")
 
@@ -30,7 +30,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0, help="the 10-fold split's seed")
     args = parser.parse_args()
-    knowledge = load([], DATA)
+    knowledge = load([], knowledge_folder(ROOT), ROOT / "examples")
     data, _ = assemble(knowledge.records, knowledge.programs, knowledge.devices)
     program = data.case_features[:, :len(ProgramFeatures.names())]
     z = (program - program.mean(0)) / (program.std(0) + 1e-9)
