@@ -25,9 +25,10 @@ def serve() -> None:
 
 
 # PoCL 3.1 (Debian 12's) can abort a process that runs kernels on several of its CPU devices at
-# once: an assertion in its cache of compiled work-group functions, not in imagecl (seen in about one
-# full test run in ten with three devices). A worker that dies of it is started again and the case
-# runs once more, with a warning; a worker that dies of anything else fails the case.
+# once: an assertion in its cache of compiled work-group functions, not in imagecl. It was seen in
+# two of this project's full test runs with three devices, each time under a change that made the
+# devices' launches more concurrent (both reverted). A worker that dies of it is started again
+# and the case runs once more, with a warning; a worker that dies of anything else fails the case.
 POCL_ABORT = "pocl_release_dlhandle_cache"
 
 
