@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 import imagecl  # noqa: E402
 from imagecl.bench.wall import wall_times  # noqa: E402
 from imagecl.errors import ConfigError  # noqa: E402
+from imagecl.bench.split_cases import make_case  # noqa: E402
 from imagecl.bench.split_confirm import confirm  # noqa: E402
 from imagecl.runtime import multidevice, split_tuning, system_model  # noqa: E402
 from imagecl.runtime.system_model import compositions  # noqa: E402
@@ -86,19 +87,6 @@ def config_for(prog, device, shape, program: str):
         except ConfigError:
             continue
     return "naive"
-
-
-def make_case(name: str, shape: tuple[int, int], rng: np.random.Generator) -> dict:
-    h, w = shape
-    if name == "convolution9":
-        return {"input": rng.random((h, w), dtype=np.float32), "filter": rng.random((9, 9), dtype=np.float32)}
-    if name == "median":
-        return {"input": rng.integers(0, 256, (h, w)).astype(np.uint8)}
-    if name == "heat":
-        return {"input": rng.random((h, w), dtype=np.float32), "alpha": 0.2}
-    if name == "conway":
-        return {"input": (rng.random((h, w)) < 0.4).astype(np.int8)}
-    raise ValueError(name)
 
 
 def sequential(name: str, args: dict, steps: int | None, cv2=None):

@@ -25,17 +25,11 @@ from pathlib import Path
 import numpy as np
 
 import imagecl
+from imagecl.bench.split_cases import make_case
 from imagecl.runtime import multidevice
 from imagecl.runtime.devices import device_key, select_device
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-
-def make_case(name: str, shape: tuple[int, int], rng: np.random.Generator) -> dict:
-    """The program's arguments, as benchmarks/multi_device.py makes them."""
-    if name == "convolution9":
-        return {"input": rng.random(shape, dtype=np.float32), "filter": rng.random((9, 9), dtype=np.float32)}
-    return {"input": rng.integers(0, 256, shape).astype(np.uint8)}
 
 
 def main(argv=None) -> int:
