@@ -82,6 +82,40 @@ def conv9_own_variant_per_device() -> None:
     np.testing.assert_allclose(split, reference, rtol=1e-4, atol=1e-4)
 
 
+def gpus_start_together() -> None:
+    """GPUs' allocations and upload plans are made before their threads start, and the threads
+    released by one barrier; PoCL's devices stand in for GPUs here (with two devices only: three
+    PoCL devices started together meet a PoCL 3.1 assertion)."""
+    import pyopencl as cl
+
+    prog = load("convolution9")
+    img, filt, reference = _conv9_case()
+    devices = all_devices()[:2]
+    made = []
+
+    class Counted(multidevice.threading.Barrier):
+        def __init__(self, parties, *args, **kwargs):
+            made.append(parties)
+            super().__init__(parties, *args, **kwargs)
+
+    saved = multidevice._gpu_type, multidevice.threading.Barrier
+    multidevice._gpu_type = lambda: cl.device_type.CPU
+    multidevice.threading.Barrier = Counted
+    try:
+        for family in ("local tiles", "vector_x", "image memory"):
+            config = CONV9_FAMILIES[family]
+            single = prog(input=img, filter=filt, device=devices[0], config=config)["output"]
+            split, ran = multidevice.run(prog, {"input": img, "filter": filt}, devices, uneven(2), config)
+            assert np.array_equal(split["output"], single), family
+            np.testing.assert_allclose(split["output"], reference, rtol=1e-4, atol=1e-4, err_msg=family)
+            assert all(t[0] <= t[1] <= t[2] for t in ran.host_times), ran.host_times
+        # one device with rows: nothing to start together
+        multidevice.run(prog, {"input": img, "filter": filt}, devices, [1.0, 0.0], "naive")
+    finally:
+        multidevice._gpu_type, multidevice.threading.Barrier = saved
+    assert made == [2, 2, 2], made
+
+
 def conv9_tuned_variant_per_device() -> None:
     """Without config=, each device runs the configuration tuned for it (the registry's, keyed by
     the device and driver: identical devices share one)."""

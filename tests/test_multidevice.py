@@ -41,7 +41,7 @@ def test_three_pthread_devices(three, case):
 
 
 @pytest.mark.parametrize("case", ["conv9_families", "conv9_tuned_variant_per_device", "integer_programs_bit_exact",
-                                  "conway_iterate", "heat_iterate"])
+                                  "conway_iterate", "heat_iterate", "gpus_start_together"])
 def test_mixed_pthread_and_basic(mixed, case):
     mixed.run(case)
 

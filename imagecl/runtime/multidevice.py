@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -400,6 +401,12 @@ class SplitRun:
     host_times: list = field(default_factory=list)
 
 
+def _gpu_type() -> int:
+    import pyopencl as cl
+
+    return cl.device_type.GPU
+
+
 def _event_seconds(events: list) -> float:
     total = 0.0
     for e in events:
@@ -468,21 +475,14 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
     results = {n: np.empty(prepared.arrays[n].shape, prepared.arrays[n].dtype) if n in overwritten
                else np.array(prepared.arrays[n], order="C", copy=True) for n in prepared.outputs}
     active = [(p, band) for p, band in zip(parts, bands) if band[1] > band[0]]
-    start = time.perf_counter()
 
-    def drive(part: Part, band: tuple[int, int]) -> tuple[list, list, tuple[float, float, float]]:
-        """One device's whole run (uploads, kernel, downloads: its queue is in order), waited."""
-        import pyopencl as cl
-
-        began = time.perf_counter() - start
-        part.band = band
-        _allocate(part, prepared)
-        transfers = _Transfers()
+    def uploads(part: Part, band: tuple[int, int]) -> list[tuple[str, int, int]]:
+        """The (array, first row, end row) runs `part` receives for `band`."""
         band_rows = np.arange(*band)
+        out = []
         for name, host in prepared.arrays.items():
             if name not in part.memory:
                 continue
-            dims = part.launch.images.get(name, 0)
             own = band_rows[band_rows < host.shape[0]] if host.ndim else band_rows
             if name in reach:
                 wanted = needed_rows(band_rows, reach[name], host.shape[0] if host.ndim else 1)
@@ -494,8 +494,40 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
                 continue
             if host.ndim == 0 or (reach.get(name) is not None and reach[name].whole):
                 wanted = np.arange(host.shape[0]) if host.ndim else np.arange(1)
-            for a, b in runs(wanted):
-                transfers.upload(part, part.memory[name], host, a, b, dims)
+            out += [(name, a, b) for a, b in runs(wanted)]
+        return out
+
+    def ready(part: Part, band: tuple[int, int]) -> list[tuple[str, int, int]]:
+        part.band = band
+        _allocate(part, prepared)
+        return uploads(part, band)
+
+    # GPUs start enqueueing together: their memory and upload plans are made here, on the calling
+    # thread, and their threads released at once. The host's memory serves the GPUs' pageable
+    # copies unevenly, the first to enqueue ahead (measured on two H200s: the GPU whose thread
+    # started 0.4 ms earlier finished 2-5 ms earlier, in 5 of 6 timelines); started together,
+    # neither GPU is ahead by its place in the list, and twin GPUs' best shares stay even. CPU
+    # devices (PoCL) plan on their own threads and start freely: with three PoCL devices started
+    # together, PoCL 3.1 aborts on an assertion (pocl_release_dlhandle_cache).
+    together = [(p, band) for p, band in active if p.device.type & _gpu_type()]
+    together = together if len(together) > 1 else []
+    gate = threading.Barrier(len(together), timeout=120) if together else None
+    plans: dict[int, list] = {}  # made below, where a driver's error is reported
+    start = 0.0
+
+    def drive(part: Part, band: tuple[int, int]) -> tuple[list, list, tuple[float, float, float]]:
+        """One device's whole run (uploads, kernel, downloads: its queue is in order), waited."""
+        import pyopencl as cl
+
+        plan = plans.get(id(part))
+        if plan is None:
+            plan = ready(part, band)
+        else:
+            gate.wait()
+        began = time.perf_counter() - start
+        transfers = _Transfers()
+        for name, a, b in plan:
+            transfers.upload(part, part.memory[name], prepared.arrays[name], a, b, part.launch.images.get(name, 0))
         kernel_events = _enqueue(program, part, part.memory, [band])
         # while the device uploads and computes, the pages its band of each new output comes back
         # to; a GPU's queue flushed first (measured on GPUs only: with three PoCL CPU devices an
@@ -513,6 +545,8 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
         return kernel_events, moved, (began, enqueued, time.perf_counter() - start)
 
     with _driver_errors(f"running '{program.name}' across devices", parts):
+        start = time.perf_counter()
+        plans.update({id(p): ready(p, band) for p, band in together})
         # each device from its own host thread: a GPU driver may stage a copy of pageable host memory
         # before its enqueue returns, which from one thread would put the devices' transfers in turn
         done = each_device(drive, active)
