@@ -28,14 +28,14 @@ PAIRS = [("knowledge-h100-gpu.db.gz", "features-nvidia.json"), ("knowledge-h100-
 
 
 def seed(db: Path, tmp: Path) -> dict:
-    from imagecl.bench.synthetic_stencils import generate
+    from imagecl.bench.synthetic_stencils import knowledge_programs
 
     import imagecl
     from imagecl.tuned import program_key
     from imagecl.tuner.store import RunKey, Store, text_hash
 
     sources = {p.name: p.read_text() for p in sorted((HERE.parent / "examples").glob("*.icl"))}
-    sources.update({f"{name}.icl": source for name, source in generate(16, 17) + generate(24, 18, rich=True)})
+    sources.update({f"{name}.icl": source for name, source in knowledge_programs()})
     count = 0
     with Store(db) as store:
         for filename, source in sources.items():

@@ -1,0 +1,20 @@
+#pragma imcl grid(in0, output)
+#pragma imcl boundary_cond(in0:constant)
+#pragma imcl tunable(WEIGHTS: 0, 1)
+void stencil(Image<uchar> in0, Image<uchar> output, float filter[5][5]) {
+    float weights[25];
+    if (WEIGHTS == 1) {
+        for (int j = -2; j <= 2; j++) {
+            for (int i = -2; i <= 2; i++) {
+                weights[(j + 2) * 5 + i + 2] = filter[j + 2][i + 2];
+            }
+        }
+    }
+    float acc = 0.0f;
+    for (int j = -2; j <= 2; j++) {
+        for (int i = -2; i <= 2; i++) {
+            acc += (WEIGHTS == 1 ? weights[(j + 2) * 5 + i + 2] : filter[j + 2][i + 2]) * sqrt((float)in0[idx + i][idy + j] + 1.0f);
+        }
+    }
+    output[idx][idy] = (uchar)clamp(acc, 0.0f, 255.0f);
+}

@@ -1,0 +1,55 @@
+#pragma imcl grid(in0, output)
+#pragma imcl boundary_cond(in0:clamped)
+void stencil(Image<uchar> in0, Image<uchar> output, float filter[7][7]) {
+    float acc = -1.0e30f;
+    acc = max(acc, filter[-3 + 3][-3 + 3] * (float)in0[idx - 3][idy - 3]);
+    acc = max(acc, filter[-3 + 3][-2 + 3] * (float)in0[idx - 2][idy - 3]);
+    acc = max(acc, filter[-3 + 3][-1 + 3] * (float)in0[idx - 1][idy - 3]);
+    acc = max(acc, filter[-3 + 3][0 + 3] * (float)in0[idx + 0][idy - 3]);
+    acc = max(acc, filter[-3 + 3][1 + 3] * (float)in0[idx + 1][idy - 3]);
+    acc = max(acc, filter[-3 + 3][2 + 3] * (float)in0[idx + 2][idy - 3]);
+    acc = max(acc, filter[-3 + 3][3 + 3] * (float)in0[idx + 3][idy - 3]);
+    acc = max(acc, filter[-2 + 3][-3 + 3] * (float)in0[idx - 3][idy - 2]);
+    acc = max(acc, filter[-2 + 3][-2 + 3] * (float)in0[idx - 2][idy - 2]);
+    acc = max(acc, filter[-2 + 3][-1 + 3] * (float)in0[idx - 1][idy - 2]);
+    acc = max(acc, filter[-2 + 3][0 + 3] * (float)in0[idx + 0][idy - 2]);
+    acc = max(acc, filter[-2 + 3][1 + 3] * (float)in0[idx + 1][idy - 2]);
+    acc = max(acc, filter[-2 + 3][2 + 3] * (float)in0[idx + 2][idy - 2]);
+    acc = max(acc, filter[-2 + 3][3 + 3] * (float)in0[idx + 3][idy - 2]);
+    acc = max(acc, filter[-1 + 3][-3 + 3] * (float)in0[idx - 3][idy - 1]);
+    acc = max(acc, filter[-1 + 3][-2 + 3] * (float)in0[idx - 2][idy - 1]);
+    acc = max(acc, filter[-1 + 3][-1 + 3] * (float)in0[idx - 1][idy - 1]);
+    acc = max(acc, filter[-1 + 3][0 + 3] * (float)in0[idx + 0][idy - 1]);
+    acc = max(acc, filter[-1 + 3][1 + 3] * (float)in0[idx + 1][idy - 1]);
+    acc = max(acc, filter[-1 + 3][2 + 3] * (float)in0[idx + 2][idy - 1]);
+    acc = max(acc, filter[-1 + 3][3 + 3] * (float)in0[idx + 3][idy - 1]);
+    acc = max(acc, filter[0 + 3][-3 + 3] * (float)in0[idx - 3][idy + 0]);
+    acc = max(acc, filter[0 + 3][-2 + 3] * (float)in0[idx - 2][idy + 0]);
+    acc = max(acc, filter[0 + 3][-1 + 3] * (float)in0[idx - 1][idy + 0]);
+    acc = max(acc, filter[0 + 3][0 + 3] * (float)in0[idx + 0][idy + 0]);
+    acc = max(acc, filter[0 + 3][1 + 3] * (float)in0[idx + 1][idy + 0]);
+    acc = max(acc, filter[0 + 3][2 + 3] * (float)in0[idx + 2][idy + 0]);
+    acc = max(acc, filter[0 + 3][3 + 3] * (float)in0[idx + 3][idy + 0]);
+    acc = max(acc, filter[1 + 3][-3 + 3] * (float)in0[idx - 3][idy + 1]);
+    acc = max(acc, filter[1 + 3][-2 + 3] * (float)in0[idx - 2][idy + 1]);
+    acc = max(acc, filter[1 + 3][-1 + 3] * (float)in0[idx - 1][idy + 1]);
+    acc = max(acc, filter[1 + 3][0 + 3] * (float)in0[idx + 0][idy + 1]);
+    acc = max(acc, filter[1 + 3][1 + 3] * (float)in0[idx + 1][idy + 1]);
+    acc = max(acc, filter[1 + 3][2 + 3] * (float)in0[idx + 2][idy + 1]);
+    acc = max(acc, filter[1 + 3][3 + 3] * (float)in0[idx + 3][idy + 1]);
+    acc = max(acc, filter[2 + 3][-3 + 3] * (float)in0[idx - 3][idy + 2]);
+    acc = max(acc, filter[2 + 3][-2 + 3] * (float)in0[idx - 2][idy + 2]);
+    acc = max(acc, filter[2 + 3][-1 + 3] * (float)in0[idx - 1][idy + 2]);
+    acc = max(acc, filter[2 + 3][0 + 3] * (float)in0[idx + 0][idy + 2]);
+    acc = max(acc, filter[2 + 3][1 + 3] * (float)in0[idx + 1][idy + 2]);
+    acc = max(acc, filter[2 + 3][2 + 3] * (float)in0[idx + 2][idy + 2]);
+    acc = max(acc, filter[2 + 3][3 + 3] * (float)in0[idx + 3][idy + 2]);
+    acc = max(acc, filter[3 + 3][-3 + 3] * (float)in0[idx - 3][idy + 3]);
+    acc = max(acc, filter[3 + 3][-2 + 3] * (float)in0[idx - 2][idy + 3]);
+    acc = max(acc, filter[3 + 3][-1 + 3] * (float)in0[idx - 1][idy + 3]);
+    acc = max(acc, filter[3 + 3][0 + 3] * (float)in0[idx + 0][idy + 3]);
+    acc = max(acc, filter[3 + 3][1 + 3] * (float)in0[idx + 1][idy + 3]);
+    acc = max(acc, filter[3 + 3][2 + 3] * (float)in0[idx + 2][idy + 3]);
+    acc = max(acc, filter[3 + 3][3 + 3] * (float)in0[idx + 3][idy + 3]);
+    output[idx][idy] = (uchar)clamp(acc, 0.0f, 255.0f);
+}
