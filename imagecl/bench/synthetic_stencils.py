@@ -236,7 +236,6 @@ def generate(count: int, seed: int, rich: bool = False) -> list[tuple[str, str]]
     return programs
 
 
-
 # the sets the shipped knowledge data measured (benchmarks/results/knowledge), as (count, seed,
 # rich): the first set and the rich one on every device, the last two on the 16-core Xeon only
 KNOWLEDGE_SETS = ((16, 17, False), (24, 18, True), (24, 19, False), (24, 20, True))

@@ -506,7 +506,7 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
     # thread, and their threads released at once. The host's memory serves the GPUs' pageable
     # copies unevenly, the first to enqueue ahead (measured on two H200s: the GPU whose thread
     # started 0.4 ms earlier finished 2-5 ms earlier, in 5 of 6 timelines); started together,
-    # neither GPU is ahead by its place in the list, and twin GPUs' best shares stay even. CPU
+    # no GPU is ahead by its place in the list, a lean the system model cannot express. CPU
     # devices (PoCL) plan on their own threads and start freely: with three PoCL devices started
     # together, PoCL 3.1 aborts on an assertion (pocl_release_dlhandle_cache).
     together = [(p, band) for p, band in active if p.device.type & _gpu_type()]
