@@ -6,7 +6,7 @@
 
 Loads the knowledge folder benchmarks/results/knowledge (the H100 host's GPU and CPU stores, the
 H200's, the 2-core EPYC's small one; their devices' features; the sources of the 13 examples and
-the 87 synthetic stencils measured, `imagecl.bench.synthetic_stencils.KNOWLEDGE_SETS`), and
+the 40 synthetic stencils measured, `imagecl.bench.synthetic_stencils.KNOWLEDGE_SETS`), and
 any further `--db` with its device's `imagecl features` JSON, and runs five schemes: 10-fold over
 cases, synthetic-train/real-test, leave one device out, one program out, one size out. Candidates
 of a held-out case are its measured configurations; the oracle is the best of them. `--jobs N`

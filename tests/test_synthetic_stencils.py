@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import imagecl
-from imagecl.bench.synthetic_stencils import StencilChoice, choices, generate, knowledge_programs, render
+from imagecl.bench.synthetic_stencils import (KNOWLEDGE_SETS, StencilChoice, choices, generate,
+                                              knowledge_programs, render)
 
 NUMPY_PAD = {"constant": "constant", "clamped": "edge", "wrap": "wrap", "mirror": "reflect"}
 SHAPE = (13, 17)  # (height, width): wider than the largest footprint (radius 4) on both axes
@@ -108,7 +109,14 @@ def test_the_knowledge_programs_are_what_the_generator_makes():
     for name, source in programs:
         assert (folder / f"{name}.icl").read_text() == source, name
     assert sum("tunable" in s for _, s in generate(16, 17)) == 6
-    # one source was drawn twice (syn18_001 and syn20_002): kept once, under its first name
-    assert len(programs) == 16 + 24 + 24 + 24 - 1
-    assert "syn20_002_box1_1xfloat_plain_rank_div_unrolled_wrap_2out" not in dict(programs)
     assert sorted(p.name for p in folder.glob("syn*.icl")) == sorted(f"{name}.icl" for name, _ in programs)
+    assert len(programs) == 16 + 24
+    # the sets kept apart: their sources beside their store; one source was drawn twice
+    # (syn18_001 and syn20_002) and is kept once, under its first name
+    apart = folder.parent.parent / "knowledge-replication" / "xeon-syn19" / "programs"
+    more = knowledge_programs(KNOWLEDGE_SETS + ((24, 19, False), (24, 20, True)))[len(programs):]
+    assert len(more) == 24 + 24 - 1
+    assert "syn20_002_box1_1xfloat_plain_rank_div_unrolled_wrap_2out" not in dict(more)
+    assert sorted(p.name for p in apart.glob("*.icl")) == sorted(f"{name}.icl" for name, _ in more)
+    for name, source in more:
+        assert (apart / f"{name}.icl").read_text() == source, name
