@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
+from typing import Sequence
 
 from .. import compile as compile_program
 
@@ -242,7 +243,7 @@ def generate(count: int, seed: int, rich: bool = False) -> list[tuple[str, str]]
 KNOWLEDGE_SETS = ((16, 17, False), (24, 18, True))
 
 
-def knowledge_programs(sets=KNOWLEDGE_SETS) -> list[tuple[str, str]]:
+def knowledge_programs(sets: Sequence[tuple[int, int, bool]] = KNOWLEDGE_SETS) -> list[tuple[str, str]]:
     """The (name, source) pairs of `sets`, a source drawn again under a later set's name left
     out (one store record per source: `syn20_002` is `syn18_001`)."""
     seen, programs = set(), []
