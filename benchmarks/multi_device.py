@@ -440,8 +440,8 @@ def _guarded(analysis) -> dict:
 
 
 def calibrate(devices: list, quick: bool, repeats: int, hs: list[int], size: int = 2048) -> tuple:
-    instances = (system_model.default_instances((160, 128), 4) if quick
-                 else system_model.default_instances((size, size), 16))
+    instances = (system_model.default_instances((160, 128), (2, 8)) if quick
+                 else system_model.default_instances((size, size)))
     t0 = time.time()
     model = system_model.calibrate(devices, instances, repeats, log=lambda line: print(line, flush=True))
     seconds = time.time() - t0

@@ -84,7 +84,7 @@ def conv9_own_variant_per_device() -> None:
 
 def gpus_start_together() -> None:
     """GPUs' allocations and upload plans are made before their threads start, and the threads
-    released by one barrier; PoCL's devices stand in for GPUs here (with two devices only: three
+    released by one barrier (in iterate, at the first uploads and again at the last downloads); PoCL's devices stand in for GPUs here (with two devices only: three
     PoCL devices started together meet a PoCL 3.1 assertion)."""
     import pyopencl as cl
 
@@ -93,10 +93,16 @@ def gpus_start_together() -> None:
     devices = all_devices()[:2]
     made = []
 
+    waits = []
+
     class Counted(multidevice.threading.Barrier):
         def __init__(self, parties, *args, **kwargs):
             made.append(parties)
             super().__init__(parties, *args, **kwargs)
+
+        def wait(self, *args, **kwargs):
+            waits.append(self.parties)
+            return super().wait(*args, **kwargs)
 
     saved = multidevice._gpu_type, multidevice.threading.Barrier
     multidevice._gpu_type = lambda: cl.device_type.CPU
@@ -111,9 +117,19 @@ def gpus_start_together() -> None:
             assert all(t[0] <= t[1] <= t[2] for t in ran.host_times), ran.host_times
         # one device with rows: nothing to start together
         multidevice.run(prog, {"input": img, "filter": filt}, devices, [1.0, 0.0], "naive")
+        assert made == [2, 2, 2] and waits == [2] * 6, (made, waits)
+        # iterating: the first uploads and the last downloads released together (two waits a thread)
+        life = load("conway")
+        board = (rng(19).random((37, 29)) < 0.4).astype(np.int8)
+        expected = board
+        for _ in range(6):
+            expected = life_step(expected)
+        for h in (1, 4):
+            got = life.iterate(6, input=board, devices=devices, shares=uneven(2), h=h)["output"]
+            assert np.array_equal(got, expected), h
+        assert made == [2] * 5 and waits == [2] * 14, (made, waits)
     finally:
         multidevice._gpu_type, multidevice.threading.Barrier = saved
-    assert made == [2, 2, 2], made
 
 
 def conv9_tuned_variant_per_device() -> None:

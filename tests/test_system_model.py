@@ -45,10 +45,31 @@ def test_fit_recovers_the_terms_that_timed_the_samples():
     assert fitted.fixed == pytest.approx(truth.fixed, rel=0.05, abs=2e-4)
     assert fitted.slowdown == pytest.approx(truth.slowdown, rel=0.05, abs=0.02)
     assert fitted.step == pytest.approx(truth.step, rel=0.05, abs=5e-5)
+    assert fitted.call == pytest.approx([0, 0], abs=2e-4)  # none in the samples
     assert fitted.moved == pytest.approx(0, abs=0.05) and fitted.shared <= 0.55  # none in the samples
     assert fitted.exchange == pytest.approx(truth.exchange, rel=0.1, abs=1e-4)
     assert system_model.fit_error(fitted, _samples_from(truth, PROGRAMS)) < 0.01
     assert system_model.fit([], 2) == Terms.none(2)
+
+
+def test_an_iterated_calls_cost_once_is_told_from_its_cost_per_step():
+    """Samples of iterated programs at two step counts: the fit finds the cost once per call (a_d)
+    and the cost per step (e_d) apart, and predicts a call of many steps. At one step count they
+    cannot be told apart: e_d takes some of a_d / steps, which a call of four times as many steps
+    then counts four times as often."""
+    truth = Terms([0.001, 0.001], [0.1, 0.1], step=[2e-5, 6e-5], exchange=5e-4, call=[0.004, 0.002])
+    iterated = [(p, d) for p, _, d in PROGRAMS[3:]]
+    fitted = system_model.fit(_samples_from(truth, PROGRAMS[:3] + [(p, n, d) for p, d in iterated for n in (4, 64)]), 2)
+    assert fitted.call == pytest.approx(truth.call, rel=0.05, abs=1e-4)
+    assert fitted.step == pytest.approx(truth.step, rel=0.05, abs=5e-6)
+    one_count = system_model.fit(_samples_from(truth, PROGRAMS[:3] + [(p, 16, d) for p, d in iterated]), 2)
+    for profiles, depth in iterated:
+        for shares in ([1.0, 0.0], [0.5, 0.5]):
+            want = system_model.model_seconds(truth, profiles, shares, 256, 4, depth)
+            assert system_model.model_seconds(fitted, profiles, shares, 256, 4, depth) == pytest.approx(want, rel=0.01)
+    errors = [abs(system_model.model_seconds(one_count, p, [1.0, 0.0], 256, 1, d)
+                  / system_model.model_seconds(truth, p, [1.0, 0.0], 256, 1, d) - 1) for p, d in iterated]
+    assert max(errors) > 0.05, errors
 
 
 def test_a_split_that_costs_more_than_it_gains_goes_to_one_device():
@@ -82,6 +103,12 @@ def test_iterated_prediction_weighs_exchanges_against_redundant_rows():
     # the iterated step's host cost counts once per step on every device: one device's alone time
     t = system_model.model_seconds(Terms([0, 0], [0, 0], [0.001, 0.001], 0), profiles, [1.0, 0.0], 16)
     assert t == pytest.approx(0.2e-3 + 16 * (0.001 + 4e-3))
+    # and the call's own cost once, whatever the steps; neither counts for one run
+    t = system_model.model_seconds(Terms([0, 0], [0, 0], [0.001, 0.001], 0, call=[0.003, 0.003]), profiles,
+                                   [1.0, 0.0], 16)
+    assert t == pytest.approx(0.2e-3 + 0.003 + 16 * (0.001 + 4e-3))
+    assert system_model.model_seconds(Terms([0, 0], [0, 0], [0.001, 0.001], 0, call=[0.003, 0.003]), profiles,
+                                      [1.0, 0.0]) == pytest.approx(0.2e-3 + 4e-3)
 
 
 class _Device:
@@ -95,16 +122,18 @@ class _Device:
 def test_the_model_is_cached_per_device_set_and_damage_is_ignored(tmp_path):
     cache = tmp_path / "models.json"
     a, b = _Device("A"), _Device("B")
-    model = system_model.SystemModel(["test | A | 1 | 4 compute units", "test | B | 1 | 4 compute units"], Terms([0.001, 0.002], [0.1, 0.2], [3e-4, 5e-4], 4e-4, 0.3, 0.6),
+    model = system_model.SystemModel(["test | A | 1 | 4 compute units", "test | B | 1 | 4 compute units"], Terms([0.001, 0.002], [0.1, 0.2], [3e-4, 5e-4], 4e-4, 0.3, 0.6, [2e-3, 1e-3]),
                                      0.05, _samples_from(Terms.none(2), PROGRAMS[:1]))
     system_model.store(model, [a, b], cache)
     again = system_model.cached([b, a], cache)  # the same set in another order
     assert again is not None and again.terms == model.terms and len(again.samples) == len(model.samples)
-    assert again.terms_for([b, a]) == Terms([0.002, 0.001], [0.2, 0.1], [5e-4, 3e-4], 4e-4, 0.3, 0.6)
+    assert again.terms_for([b, a]) == Terms([0.002, 0.001], [0.2, 0.1], [5e-4, 3e-4], 4e-4, 0.3, 0.6, [1e-3, 2e-3])
     assert system_model.cached([a, _Device("C")], cache) is None
     data = json.loads(cache.read_text())
     key = next(iter(data))
-    for damage in ({"version": 0}, {"terms": {"fixed": [-1, 0]}}, {"fit_error": "x"}, {"terms": None}):
+    damaged_call = dict(data[key]["terms"], call=[-1e-3, 0.0])
+    for damage in ({"version": 0}, {"terms": {"fixed": [-1, 0]}}, {"fit_error": "x"}, {"terms": None},
+                   {"terms": damaged_call}, {"version": 3}):
         broken = dict(data[key], **damage)
         cache.write_text(json.dumps({key: broken}))
         assert system_model.cached([a, b], cache) is None, damage

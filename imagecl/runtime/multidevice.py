@@ -407,6 +407,15 @@ def _gpu_type() -> int:
     return cl.device_type.GPU
 
 
+def _started_together(active: list) -> tuple[list, Optional[threading.Barrier]]:
+    """The GPUs among `active` (part, band) pairs, when more than one, and the barrier that
+    releases their threads at once (see run); CPU devices start freely."""
+    together = [(p, band) for p, band in active if p.device.type & _gpu_type()]
+    if len(together) < 2:
+        return [], None
+    return together, threading.Barrier(len(together), timeout=120)
+
+
 def _event_seconds(events: list) -> float:
     total = 0.0
     for e in events:
@@ -509,9 +518,7 @@ def run(program: Any, arguments: Mapping[str, Any], devices: Any, shares: Option
     # no GPU is ahead by its place in the list, a lean the system model cannot express. CPU
     # devices (PoCL) plan on their own threads and start freely: with three PoCL devices started
     # together, PoCL 3.1 aborts on an assertion (pocl_release_dlhandle_cache).
-    together = [(p, band) for p, band in active if p.device.type & _gpu_type()]
-    together = together if len(together) > 1 else []
-    gate = threading.Barrier(len(together), timeout=120) if together else None
+    together, gate = _started_together(active)
     plans: dict[int, list] = {}  # made below, where a driver's error is reported
     start = 0.0
 
@@ -697,10 +704,13 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
 
     sides: dict[int, tuple[dict, dict]] = {}
     plans = {}
+    # as in run: the GPUs' memory and plans made here, their threads released at once (at the
+    # first uploads and at the last downloads, the two transfers of whole bands)
+    together, gate = _started_together(active)
+    ids_together = {id(p) for p, _ in together}
 
-    def start(part: Part, band: tuple[int, int]) -> None:
-        """A device's memory, its rounds' rows, and what its first round reads, uploaded and waited."""
-        transfers = _Transfers()
+    def ready(part: Part, band: tuple[int, int]) -> None:
+        """A device's memory and its rounds' rows."""
         part.band = band
         _allocate(part, prepared)
         # the two sides of each fed input's ping-pong pair (kept in part.memory to be released)
@@ -714,6 +724,14 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
             # each step's runs of rows, once per call (not per step: the host's time between kernels)
             plans[(id(part), steps)] = sets
             plans[(id(part), steps, "runs")] = [runs(r) for r in sets]
+
+    def start(part: Part, band: tuple[int, int]) -> None:
+        """What a device's first round reads, uploaded and waited."""
+        if id(part) in ids_together:
+            gate.wait()
+        else:
+            ready(part, band)
+        transfers = _Transfers()
         every = union_rows(plans[(id(part), min(h, n))][1:])
         for name in static:  # read at every step: what any step reads, once
             if name not in part.memory:
@@ -730,6 +748,8 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
         transfers.wait()
 
     def finish(part: Part, band: tuple[int, int]) -> None:
+        if id(part) in ids_together:
+            gate.wait()
         downloads = _Transfers()
         for inp in fed:
             downloads.download(part, current[id(part)][inp], state[inp], *band)
@@ -738,6 +758,8 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
     # the first uploads and the last downloads move whole bands: each device from its own host
     # thread (run's reason); an exchange in between moves a few rows, and the thread hand-over would
     # cost more than it saves
+    for part, band in together:
+        ready(part, band)
     each_device(start, active)
     # current: input name -> memory holding the state; the outputs are written into the other side
     current = {id(p): sides[id(p)][0] for p, _ in active}
@@ -753,9 +775,10 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
                     for a, b in runs(wanted):
                         transfers.upload(part, current[id(part)][inp], state[inp], a, b)
             transfers.wait()
-        for part, _ in active:
-            step_runs = plans[(id(part), steps, "runs")]
-            for k in range(1, steps + 1):
+        # step by step across the devices, not device by device: the last device's kernels
+        # would otherwise wait on the host for the others' whole round to be enqueued
+        for k in range(1, steps + 1):
+            for part, _ in active:
                 memory = dict(part.memory)
                 for out, inp in pairs.items():
                     if inp in part.launch.images:  # read through image memory: the state copied in
@@ -768,9 +791,10 @@ def _iterate(program: Any, n: int, h: int, active: list, prepared: Any, pairs: d
                     memory[out] = other[id(part)][inp]
                     if out in zeroed:
                         cl.enqueue_fill_buffer(part.queue, memory[out], np.uint8(0), 0, state[inp].nbytes)
-                _enqueue(program, part, memory, step_runs[k])
+                _enqueue(program, part, memory, plans[(id(part), steps, "runs")][k])
                 current[id(part)], other[id(part)] = other[id(part)], current[id(part)]
-            part.queue.flush()
+                if k == 1 or k == steps:
+                    part.queue.flush()
         if not done:
             touch_pages(list(state.values()))
         done += steps

@@ -9,7 +9,8 @@ not 2x, the bytes of one: benchmarks/multi_gpu_transfers.py), and for iterated p
 exchange. The system model keeps the analytic form and adds those as terms fitted on the system:
 
     T(shares) = max over the devices taking part of
-                    (1 - rho) * H_d + m * b_d + F_d * (1 + m * s_d) + K * (e_d + n_d * k_d * (1 + m * s_d))
+                    (1 - rho) * H_d + m * b_d + i * a_d + F_d * (1 + m * s_d)
+                    + K * (i * e_d + n_d * k_d * (1 + m * s_d))
                 + m * c * rounds
 
 From device d's alone-profile (split_tuning.Profile) of the whole grid: k_d its kernel seconds per
@@ -17,15 +18,16 @@ row, u_d its transfer seconds (inputs up, outputs down) and H_d the rest of its 
 host's work). f_d: its share of the rows; n_d: its band's rows plus, for an iterated program, the
 rows it computes redundantly (on average (h - 1) / 2 times the program's reach per neighbour);
 K: the steps (1 for one run; an iterated program moves its band once, however many steps);
-m: 1 when more than one device takes part; rounds: the exchanges (steps / h). Device d moves
+m: 1 when more than one device takes part; i: 1 for an iterated program; rounds: the exchanges (steps / h). Device d moves
 M_d = f_d * (u_d + rho * H_d) through the host's memory: its transfers and the share rho of the
 host's work that grows with the rows (allocating and touching the outputs). The devices move at
 once, sharing the host's memory: together they move at most 1 / g times as fast as one alone,
 shared equally among those still moving (processor sharing), and F_d is when device d is done
 (g = 0: every device as if alone, F_d = M_d; g = 1: the host moves for one device at a time).
-Fitted (`Terms`): per device b_d, s_d and e_d (the cost of an iterated step beyond its kernel: a
-launch, and on a CPU device its threads' wake-up, which a profile of one step does not show), and
-c (one exchange), rho and g.
+Fitted (`Terms`): per device b_d, s_d, e_d (the cost of an iterated step beyond its kernel: a
+launch, and on a CPU device its threads' wake-up, which a profile of one step does not show) and
+a_d (an iterated call's cost beyond a single run's, once per call: its second buffer of the state,
+its rounds' plans), and c (one exchange), rho and g.
 
 Calibration (`calibrate`) runs synthetic box stencils (`Instance`: size, radius and per-tap work,
 bytes per pixel, one run or iterated) over a sweep of shares, after profiling each alone as a real
@@ -49,7 +51,8 @@ import numpy as np
 
 from .split_tuning import Profile
 
-VERSION = 3
+VERSION = 4
+PER_DEVICE = 4  # the per-device terms: b_d, s_d, e_d, a_d
 CACHE_FILE = "system_models.json"
 # a split is predicted only when the model puts it this much ahead of the best single device: the
 # fitted terms are averages over the synthetic programs, and a split that gains less rarely pays
@@ -69,10 +72,13 @@ class Terms:
     exchange: float = 0.0  # c
     moved: float = 0.0  # rho, in [0, 1]
     shared: float = 0.0  # g, in [0, 1]
+    call: Optional[list[float]] = None  # a_d (None: 0 on every device)
 
     def __post_init__(self) -> None:
         if self.step is None:
             self.step = [0.0] * len(self.fixed)
+        if self.call is None:
+            self.call = [0.0] * len(self.fixed)
 
     @staticmethod
     def none(count: int) -> "Terms":
@@ -80,13 +86,15 @@ class Terms:
         return Terms([0.0] * count, [0.0] * count)
 
     def vector(self) -> np.ndarray:
-        return np.array(self.fixed + self.slowdown + self.step + [self.exchange, self.moved, self.shared], dtype=float)
+        return np.array(self.fixed + self.slowdown + self.step + self.call + [self.exchange, self.moved, self.shared],
+                        dtype=float)
 
     @staticmethod
     def of_vector(x: Sequence[float], count: int) -> "Terms":
         x = [float(v) for v in x]
-        return Terms(x[:count], x[count:2 * count], x[2 * count:3 * count], x[3 * count], x[3 * count + 1],
-                     x[3 * count + 2])
+        per = [x[k * count:(k + 1) * count] for k in range(PER_DEVICE)]
+        rest = x[PER_DEVICE * count:]
+        return Terms(per[0], per[1], per[2], rest[0], rest[1], rest[2], per[3])
 
 
 def model_seconds(terms: Terms, profiles: Sequence[Profile], shares: Sequence[float], steps: Optional[int] = None,
@@ -110,7 +118,8 @@ def model_seconds(terms: Terms, profiles: Sequence[Profile], shares: Sequence[fl
             n += neighbours * depth * (h - 1) / 2
         together = 1 + m * terms.slowdown[i]
         per_step = (terms.step[i] if iterate else 0.0) + n * p.kernel / max(rows, 1) * together
-        worst = max(worst, (1 - terms.moved) * host[i] + m * terms.fixed[i] + moved[i] * together + count * per_step)
+        once = m * terms.fixed[i] + (terms.call[i] if iterate else 0.0)
+        worst = max(worst, (1 - terms.moved) * host[i] + once + moved[i] * together + count * per_step)
     rounds = math.ceil(count / max(h, 1)) if iterate else 0
     return worst + m * terms.exchange * rounds
 
@@ -233,8 +242,9 @@ def fit(samples: Sequence[Sample], count: int, groups: Optional[Sequence[int]] =
     profiles = [s.profile_objects() for s in samples]
 
     def terms_of(x: np.ndarray) -> Terms:
-        per = [x[k * n:(k + 1) * n] for k in range(3)]
-        return Terms.of_vector([per[k][index[d]] for k in range(3) for d in range(count)] + list(x[3 * n:]), count)
+        per = [x[k * n:(k + 1) * n] for k in range(PER_DEVICE)]
+        return Terms.of_vector([per[k][index[d]] for k in range(PER_DEVICE) for d in range(count)]
+                               + list(x[PER_DEVICE * n:]), count)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         terms = terms_of(x)
@@ -242,9 +252,9 @@ def fit(samples: Sequence[Sample], count: int, groups: Optional[Sequence[int]] =
                          for p, s in zip(profiles, samples)])
 
     # g starts where the shared moving binds (above 1 / devices): below it the term has no gradient
-    start = np.array([1e-4] * n + [0.05] * n + [1e-5] * n + [1e-5, 0.2, 0.75])
-    scale = np.array([1e-3] * n + [0.1] * n + [1e-4] * n + [1e-4, 0.2, 0.2])
-    upper = np.array([np.inf] * (3 * n + 1) + [1.0, 1.0])
+    start = np.array([1e-4] * n + [0.05] * n + [1e-5] * n + [1e-4] * n + [1e-5, 0.2, 0.75])
+    scale = np.array([1e-3] * n + [0.1] * n + [1e-4] * n + [1e-3] * n + [1e-4, 0.2, 0.2])
+    upper = np.array([np.inf] * (PER_DEVICE * n + 1) + [1.0, 1.0])
     found = least_squares(residuals, start, bounds=(0.0, upper), x_scale=scale, loss="soft_l1", f_scale=0.1)
     return terms_of(found.x)
 
@@ -298,16 +308,19 @@ class Instance:
         return {"input": rng.random(shape, dtype=np.float32)}
 
 
-def default_instances(size: Sequence[int] = (2048, 2048), steps: int = 16) -> list[Instance]:
+def default_instances(size: Sequence[int] = (2048, 2048), steps: Any = (4, 64)) -> list[Instance]:
     """The calibration set at `size` (width, height) and half of it: little and much work per
-    point, 4 and 1 bytes per pixel, one run and `steps` iterated steps, so that the devices'
-    alone-times range from their fixed cost to many milliseconds of kernel."""
+    point, 4 and 1 bytes per pixel, one run and iterated at each step count in `steps` (an int:
+    one count), so that the devices' alone-times range from their fixed cost to many
+    milliseconds of kernel. Two step counts tell an iterated call's cost once (a_d) from its
+    cost per step (e_d); at one count, e_d absorbs a_d / steps, counted again at every step."""
+    counts = [int(steps)] if isinstance(steps, (int, np.integer)) else [int(v) for v in steps]
     w, h = (max(8, int(v)) for v in size[:2])
     sizes = [(max(8, w // 2), max(8, h // 2)), (w, h)]
     work = [(0, False), (2, True)]  # radius, a transcendental per tap
     found = [Instance(sw, sh, radius, heavy, pixel)
              for (sw, sh), (radius, heavy), pixel in itertools.product(sizes, work, ["float", "uchar"])]
-    found += [Instance(sw, sh, 1, False, "float", steps) for sw, sh in sizes]
+    found += [Instance(sw, sh, 1, False, "float", n) for n in counts for sw, sh in sizes]
     return found
 
 
@@ -386,7 +399,8 @@ class SystemModel:
             free.remove(i)
             order.append(i)
         return Terms([self.terms.fixed[i] for i in order], [self.terms.slowdown[i] for i in order],
-                     [self.terms.step[i] for i in order], self.terms.exchange, self.terms.moved, self.terms.shared)
+                     [self.terms.step[i] for i in order], self.terms.exchange, self.terms.moved, self.terms.shared,
+                     [self.terms.call[i] for i in order])
 
     def to_json(self) -> dict:
         return {"version": VERSION, "device_keys": self.device_keys, "terms": asdict(self.terms),
@@ -401,9 +415,10 @@ class SystemModel:
             keys = [str(k) for k in data["device_keys"]]
             t = data["terms"]
             terms = Terms([float(v) for v in t["fixed"]], [float(v) for v in t["slowdown"]],
-                          [float(v) for v in t["step"]], float(t["exchange"]), float(t["moved"]), float(t["shared"]))
-            values = terms.fixed + terms.slowdown + terms.step + [terms.exchange, terms.moved, terms.shared]
-            if any(len(v) != len(keys) for v in (terms.fixed, terms.slowdown, terms.step)) or \
+                          [float(v) for v in t["step"]], float(t["exchange"]), float(t["moved"]), float(t["shared"]),
+                          [float(v) for v in t["call"]])
+            values = list(terms.vector())
+            if any(len(v) != len(keys) for v in (terms.fixed, terms.slowdown, terms.step, terms.call)) or \
                     not all(math.isfinite(v) and v >= 0 for v in values) or terms.moved > 1 or terms.shared > 1:
                 return None
             samples = [Sample(**s) for s in data.get("samples", [])]
