@@ -8,6 +8,7 @@ millions are enumerated or sampled in well under a second.
 from __future__ import annotations
 
 import functools
+import math
 import json
 import re
 from dataclasses import dataclass, field
@@ -125,6 +126,9 @@ class Space:
     # the unroll parameters of loops with a trip count known when the kernel is built, each with
     # the factor that unrolls its loop fully (a data-dependent loop's partial factors are not here)
     full_unroll: dict[str, int] = field(default_factory=dict)
+    # each tile parameter's window: the points a grid point reads of its image (the box of its
+    # footprint; 0 where the footprint is not bounded)
+    tile_window: dict[str, int] = field(default_factory=dict)
 
     # ---- description -----------------------------------------------------------------------
     @property
@@ -437,6 +441,8 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
 
     # ---- static constraints from the device ----------------------------------------------------------
     tiles = tuple(f"local_{name}" for name in local_params)
+    tile_window = {f"local_{name}": max(_window(a.footprints.get(name)) for a in analyses.values())
+                   for name in local_params}
     if any(p.name == "interior" for p in fast_params) and tiles and (limits.pocl_major() or 0) >= 5:
         # PoCL 5.0's work-group compiler aborts the whole process on these kernels (Kernel.cc:129,
         # "region_entry_barrier != NULL"): the interleaved layout's loop of tile loads and barriers
@@ -489,7 +495,14 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                 lambda c, ps=image_params: sum((c[p] for p in ps), np.zeros_like(c[ps[0]])) == 0))
     return Space(params, constraints, limits, defaults,
                  tile_defaults={f"wg_{a}": w for a, w in zip(axes, tile_work_group(dims, limits))}, tiles=tiles,
-                 full_unroll=full_unroll)
+                 full_unroll=full_unroll, tile_window=tile_window)
+
+
+def _window(footprint: Any) -> int:
+    """The points of a bounded footprint's box; 0 for none or an unbounded one."""
+    if footprint is None or not footprint.bounded:
+        return 0
+    return math.prod(hi - lo + 1 for lo, hi in zip(footprint.low, footprint.high))
 
 
 def fast_path_parameters(info: ProgramInfo, analyses: Iterable[AccessAnalysis],

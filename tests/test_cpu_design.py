@@ -129,14 +129,15 @@ def test_cpu_seeds_of_an_imagecl_space_name_the_plain_code_the_study_timed():
     from imagecl.runtime.devices import select_device
     from imagecl.tuner.strategies.design import CPU_SEEDS, code_shape_seeds
 
-    program = imagecl.compile(convolution_source(4), "<t>")
+    program = imagecl.compile(convolution_source(2), "<t>")  # 5x5: a window narrower than WIDE_WINDOW
     space = program.space_for(select_device("cpu"), (256, 256))
+    assert space.tile_window == {"local_input": 25}
     seeds = code_shape_seeds(_live_problem(space))
     assert len(seeds) == len(CPU_SEEDS)
     unrolls = [p.name for p in space.parameters if p.name.startswith("unroll_")]
-    assert len(unrolls) == 2 and all(space.full_unroll[u] == 9 for u in unrolls)
+    assert len(unrolls) == 2 and all(space.full_unroll[u] == 5 for u in unrolls)
     for seed, study in zip(seeds, CPU_SEEDS):
-        assert all(seed[u] == 9 for u in unrolls), seed
+        assert all(seed[u] == 5 for u in unrolls), seed
         assert seed["image_input"] == seed["image_filter"] == seed["local_filter"] == seed["constant_filter"] == 0
         assert seed["local_input"] == study["tiles"] and seed["interleaved"] == 0
         assert {k: seed[k] for k in ("vector_x", "px_x", "px_y", "wg_x", "wg_y", "interior")} == \
@@ -144,6 +145,46 @@ def test_cpu_seeds_of_an_imagecl_space_name_the_plain_code_the_study_timed():
         assert set(seed) == {p.name for p in space.parameters}  # the whole configuration
         assert space.valid_mask({k: np.array([v]) for k, v in seed.items()})[0], seed
         assert space.complete(seed) == seed
+
+
+@pytest.mark.parametrize("key, window", [("conv9", 81), ("conv11", 121), ("median7", 49), ("median5", 25),
+                                         ("sobel", 9)])
+def test_a_wide_window_leads_with_the_first_seed_staged(key, window):
+    """A 2-D program that reads a window of 7x7 or more of its input starts from CPU_SEEDS[0]'s
+    shape with the input staged in local memory, then CPU_SEEDS as they are; a narrower window
+    starts from CPU_SEEDS. The window is the footprint's box, counted by the compiler's analysis."""
+    import itertools
+
+    import imagecl
+    from imagecl import choices as ch
+    from imagecl.bench.peer_workloads import all_workloads
+    from imagecl.errors import ConfigError
+    from imagecl.runtime.devices import select_device
+    from imagecl.tuner.strategies.design import CPU_SEEDS, WIDE_WINDOW, code_shape_seeds
+
+    workload = next(w for w in all_workloads() if w.key == key)
+    program = imagecl.compile(workload.source, f"<{key}>")
+    space = program.space_for(select_device("cpu"), (256, 256))
+    assert max(space.tile_window.values()) == window
+    seeds = code_shape_seeds(_live_problem(space))
+    shape = ("vector_x", "px_x", "px_y", "wg_x", "wg_y", "interior")
+    studied = [{k: s[k] for k in shape} for s in CPU_SEEDS]
+    wide = window >= WIDE_WINDOW
+    assert [{k: s[k] for k in shape} for s in seeds] == ([studied[0]] if wide else []) + studied
+    assert [s["local_input"] for s in seeds] == ([1] if wide else []) + [s["tiles"] for s in CPU_SEEDS]
+    # each seed names the compiler's configuration; with some value of the program's own tunables
+    # (the median's algorithm) it is valid
+    tunables = {p.name: p.values for p in space.parameters if p.family is ch.TUNABLE}
+
+    def valid(config: dict) -> bool:
+        try:
+            whole = space.complete(config)
+        except ConfigError:
+            return False
+        return bool(space.valid_mask({k: np.array([v]) for k, v in whole.items()})[0])
+
+    for seed in seeds:
+        assert any(valid({**seed, **dict(zip(tunables, values))}) for values in itertools.product(*tunables.values())), seed
 
 
 @pytest.mark.parametrize("key", ["conv3d", "bilateral"])
