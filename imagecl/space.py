@@ -8,8 +8,8 @@ millions are enumerated or sampled in well under a second.
 from __future__ import annotations
 
 import functools
-import math
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional

@@ -18,10 +18,10 @@ row, u_d its transfer seconds (inputs up, outputs down) and H_d the rest of its 
 host's work). f_d: its share of the rows; n_d: its band's rows plus, for an iterated program, the
 rows it computes redundantly (on average (h - 1) / 2 times the program's reach per neighbour);
 K: the steps (1 for one run; an iterated program moves its band once, however many steps);
-m: 1 when more than one device takes part; i: 1 for an iterated program; rounds: the exchanges (steps / h). Device d moves
-M_d = f_d * (u_d + rho * H_d) through the host's memory: its transfers and the share rho of the
-host's work that grows with the rows (allocating and touching the outputs). The devices move at
-once, sharing the host's memory: together they move at most 1 / g times as fast as one alone,
+m: 1 when more than one device takes part; i: 1 for an iterated program; rounds: the exchanges
+(steps / h). Device d moves M_d = f_d * (u_d + rho * H_d) through the host's memory: its
+transfers and the share rho of the host's work that grows with the rows (allocating and touching
+the outputs). The devices move at once, sharing the host's memory: together they move at most 1 / g times as fast as one alone,
 shared equally among those still moving (processor sharing), and F_d is when device d is done
 (g = 0: every device as if alone, F_d = M_d; g = 1: the host moves for one device at a time).
 Fitted (`Terms`): per device b_d, s_d, e_d (the cost of an iterated step beyond its kernel: a

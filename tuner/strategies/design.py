@@ -48,9 +48,10 @@ CPU_SEEDS = ({"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "wg_x": 1, "w
              {"interior": 1, "vector_x": 2, "px_x": 64, "px_y": 1, "wg_x": 1, "wg_y": 8, "tiles": 0})
 
 # a 2-D program that reads a window this wide (7x7) or wider starts from the first seed's shape
-# with the window staged in local memory: on the 16-core Xeon, median 7x7 (1536^2) took 4.3-4.5 ms
+# with the window staged in local memory: on the 16-core Xeon, median 7x7 (1536^2) took 6.2-7.1 ms
 # staged against 9.1-13.1 ms with the same shape reading directly, and at that window a 15 s run
-# builds and measures its first seed only (BENCHMARKS.md, issue 23)
+# builds and measures its first seed only; the float convolutions 9x9 and 11x11 neither gained nor
+# lost much by it (BENCHMARKS.md, issue 23)
 WIDE_WINDOW = 49
 
 # the same for a 3-D grid, where every seed stages its input in local memory: the fast path runs

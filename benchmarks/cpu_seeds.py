@@ -1,0 +1,111 @@
+"""The CPU seeds' code shapes on peer workloads, each reading its input directly and staged in
+local memory (issue 23).
+
+    python3 benchmarks/cpu_seeds.py [--device cpu] [--workloads median7,median5,conv9,conv11]
+        [--size-scale 0.5] [--repeats 5] [--out JSON]
+
+For each workload of the peer harness (imagecl.bench.peer_workloads) at its size (scaled as
+peers.py scales it), every shape of design.CPU_SEEDS is built as a tuning run builds a seed (the
+shape and the plain code around it, design.plain_code), once with the staged images read
+directly and once staged in local memory; the program's own tunables take their first values
+that make the configuration valid. Each is checked against the naive variant's output on its
+first launch, then launched `--repeats` times (median of the profiling events). Whether staging
+a wide window pays on a CPU decides which seed a 15 s run measures first (design.WIDE_WINDOW).
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+import imagecl
+from imagecl import choices as ch
+from imagecl.bench.peer_workloads import all_workloads
+from imagecl.errors import ConfigError, ImageCLError
+from imagecl.runtime.devices import device_key, select_device
+from imagecl.runtime.session import Session
+from imagecl.tuner.strategies.design import CPU_SEEDS, plain_code
+
+
+def whole(space: Any, seed: dict) -> Optional[dict]:
+    """`seed` completed by the space, its program's tunables at their first values that make it
+    valid; None where none does."""
+    tunables = {p.name: p.values for p in space.parameters if p.family is ch.TUNABLE}
+    for values in itertools.product(*tunables.values()):
+        try:
+            config = space.complete({**seed, **dict(zip(tunables, values))})
+        except ConfigError:
+            continue
+        if space.valid_mask({k: np.array([v]) for k, v in config.items()})[0]:
+            return config
+    return None
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--workloads", default="median7,median5,conv9,conv11")
+    parser.add_argument("--size-scale", type=float, default=0.5, help="each side of the peer size times this")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default=None, help="write the results here (JSON)")
+    args = parser.parse_args(argv)
+    device = select_device(args.device)
+    known = {w.key: w for w in all_workloads()}
+    wanted = args.workloads.split(",")
+    unknown = [k for k in wanted if k not in known]
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    rows = []
+    for key in wanted:
+        w = known[key]
+        if len(w.full) != 2:
+            parser.error(f"'{key}' is not a 2-D workload (the 3-D grids have seeds of their own)")
+        shape = tuple(max(16, int(s * args.size_scale)) for s in w.full)
+        program = imagecl.compile(w.source, f"<{key}>")
+        arguments = w.make(shape, np.random.default_rng(0))
+        space = program.space_for(device, shape)
+        session = Session(program, arguments, device)
+        session.set_reference_from(program.plan("naive", device))
+        print(f"{key} {shape[1]}x{shape[0]} (windows {space.tile_window}):", flush=True)
+        for index, seed in enumerate(CPU_SEEDS):
+            shape_of = {k: v for k, v in seed.items() if k != "tiles"}
+            for tiles in (0, 1):
+                config = whole(space, {k: v for k, v in {**plain_code(space, tiles), **shape_of}.items()
+                                       if k in space.names})
+                row = {"workload": key, "size": list(shape), "seed": index, "staged": tiles, "config": config}
+                if config is None:
+                    row["problem"] = "no valid configuration"
+                else:
+                    started = time.perf_counter()
+                    try:
+                        timing = session.time(program.plan(config, device), repeats=args.repeats, verify=True)
+                    except ImageCLError as exc:
+                        timing, row["problem"] = None, str(exc)
+                    row["seconds_with_build"] = time.perf_counter() - started
+                    if timing is not None and timing.problem:
+                        row["problem"] = timing.problem
+                    elif timing is not None:
+                        row["ms"] = statistics.median(timing.times) * 1e3
+                        row["runs_ms"] = [t * 1e3 for t in timing.times]
+                rows.append(row)
+                shown = f"{row['ms']:.3f} ms" if "ms" in row else row.get("problem", "")
+                print(f"  seed {index} ({seed['wg_x']}x{seed['wg_y']}, {seed['px_x']}x{seed['px_y']}), "
+                      f"{'staged' if tiles else 'direct'}: {shown}", flush=True)
+    report = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": platform.node(),
+              "device": device_key(device), "command": "python3 benchmarks/cpu_seeds.py " + " ".join(sys.argv[1:] if argv is None else argv),
+              "rows": rows}
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
