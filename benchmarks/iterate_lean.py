@@ -8,8 +8,8 @@ halo exchanges every `--h` steps) at equal shares and at `--lean` more of the ro
 device, in both device orders, as interleaved rounds after one untimed call of each; reports the
 median, fastest and slowest call (ms). On two identical GPUs a split whose fastest shares favour
 the device listed first, whichever GPU it is, is bent by the order the devices' threads start in,
-not by the devices (BENCHMARKS.md, "The per-call cost of an iterated program, and GPUs started
-together in iterate"). The last call's board is checked against a single-device run.
+not by the devices (BENCHMARKS.md, "An iterated call's cost once, and GPUs started together in
+`iterate`"). The last call's board is checked against a single-device run.
 """
 from __future__ import annotations
 
