@@ -84,16 +84,15 @@ def conv9_own_variant_per_device() -> None:
 
 def gpus_start_together() -> None:
     """GPUs' allocations and upload plans are made before their threads start, and the threads
-    released by one barrier (in iterate, at the first uploads and again at the last downloads); PoCL's devices stand in for GPUs here (with two devices only: three
-    PoCL devices started together meet a PoCL 3.1 assertion)."""
+    released by one barrier (in iterate, at the first uploads and again at the last downloads);
+    PoCL's devices stand in for GPUs here (with two devices only: three PoCL devices started
+    together meet a PoCL 3.1 assertion)."""
     import pyopencl as cl
 
     prog = load("convolution9")
     img, filt, reference = _conv9_case()
     devices = all_devices()[:2]
-    made = []
-
-    waits = []
+    made, waits = [], []
 
     class Counted(multidevice.threading.Barrier):
         def __init__(self, parties, *args, **kwargs):
