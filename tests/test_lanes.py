@@ -258,3 +258,48 @@ def test_the_median_selection_network_runs_as_lanes_and_matches_scipy():
         assert "uchar16" in prog.opencl_source(config)
         want = ndimage.median_filter(image, size=2 * radius + 1, mode="nearest")
         np.testing.assert_array_equal(prog(input=image, config=config)["output"], want)
+
+
+NARROW = """
+#pragma imcl grid(a, out)
+#pragma imcl boundary_cond(a:clamped, b:clamped)
+void narrow(Image<{t}> a, Image<{t}> b, Image<int> out) {{
+    {t} lo = min(a[idx][idy], b[idx + 1][idy]);
+    {t} hi = max(a[idx - 1][idy], b[idx][idy]);
+    int mixed = max(a[idx][idy], 3);
+    out[idx][idy] = (lo * 7 - hi) * 1000 + mixed + min(a[idx][idy], b[idx][idy]) - 1;
+}}
+"""
+
+
+@pytest.mark.parametrize("t,dtype", [("uchar", np.uint8), ("char", np.int8), ("short", np.int16),
+                                     ("ushort", np.uint16)])
+def test_min_and_max_of_a_narrow_type_run_in_that_type(t, dtype):
+    """min/max whose arguments share an integer type narrower than int are emitted in that type
+    and widened (a quarter of the registers: the median's selection network), in scalar and in
+    vector code, with C's values: those of the promoted call (negative chars, the int a mixed
+    call promotes to, arithmetic on the result as int). Against NumPy, at an odd width."""
+    prog = imagecl.compile(NARROW.format(t=t), filename="narrow.icl")
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(5)
+    shape = (7, 53)
+    a = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    b = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    a[0, :4], b[0, :4] = [info.min, info.max, 0, -1 if info.min < 0 else 1], [info.max, info.min, 0, 1]
+    wide_a, wide_b = a.astype(np.int64), b.astype(np.int64)
+    pad = lambda x: np.pad(x, ((0, 0), (1, 1)), mode="edge")  # noqa: E731 - clamped along x
+    lo = np.minimum(wide_a, pad(wide_b)[:, 2:])
+    hi = np.maximum(pad(wide_a)[:, :-2], wide_b)
+    want = ((lo * 7 - hi) * 1000 + np.maximum(wide_a, 3) + np.minimum(wide_a, wide_b) - 1).astype(np.int32)
+    space = prog.space_for(problem_shape=shape)
+    for config in ("naive", space.complete({"interior": 1, "vector_x": 2, "px_x": 16, "px_y": 1, "wg_x": 1,
+                                            "wg_y": 1})):
+        text = prog.opencl_source(None if config == "naive" else config)
+        assert f"((int)min(" in text or "convert_int16(min(" in text, text
+        np.testing.assert_array_equal(prog(a=a, b=b, config=config)["out"], want, err_msg=str(config))
+    vector = prog.opencl_source(space.complete({"interior": 1, "vector_x": 2, "px_x": 16, "px_y": 1, "wg_x": 1,
+                                                "wg_y": 1}))
+    lanes = vector[vector.index("void imcl_point_narrow_lanes("):vector.index("__kernel")]
+    # the narrow calls take the loaded vectors as they are; the mixed one stays in int
+    assert lanes.count(f"convert_int16(min(vload16(") == 2 and lanes.count("convert_int16(max(vload16(") == 1
+    assert "max(convert_int16(vload16(" in lanes and f"convert_int16(min(convert_" not in lanes

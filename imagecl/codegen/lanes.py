@@ -25,7 +25,7 @@ from ..ir import types as ty
 from ..ir.walk import walk
 from ..passes import memory as placement
 from ..passes.lanes import Lanes
-from .emitter import _PRIMARY, _UNARY, _PREC, AccessPlan, Emitter
+from .emitter import _PRIMARY, _UNARY, _PREC, AccessPlan, Emitter, narrow_order_type
 
 CONTIGUOUS = (placement.DIRECT, placement.BUFFER, placement.TILE)  # plain arrays: a vload reads N neighbours
 RUN_START = "imcl_x0"
@@ -188,6 +188,10 @@ class LaneEmitter(Emitter):
         if target is not None:
             name = re.sub(r"^convert_([a-z]+)", lambda m: f"convert_{m.group(1)}{self.n}", e.name)
             return f"{name}({self.expr(e.args[0], 2)})"
+        narrow = narrow_order_type(e)
+        if narrow is not None:  # min/max in the arguments' narrow type, widened after (see emitter)
+            args = [self.broadcast(a, narrow) for a in e.args]
+            return f"convert_{self.vector(e.type)}({e.name}({', '.join(args)}))"
         builtin = bi.BUILTINS[e.name]
         name = e.name
         if builtin.kind == "abs":
