@@ -379,8 +379,8 @@ def narrow_order_type(e: ir.Call) -> Optional[ty.ScalarType]:
     """For min(a, b) or max(a, b) whose arguments share one integer type narrower than int (the
     call's type is that type promoted, as C promotes it): that type, in which the call is emitted
     and its result widened. Widening keeps the order, so the value is the same, and the call
-    needs a quarter of the registers of an int's (a median's selection network of uchar on a CPU
-    spilled its 512-bit int registers to the stack); else None."""
+    needs a quarter (chars) or half (shorts) of the registers of an int's (a median's selection
+    network of uchars on a CPU spilled its 512-bit int registers to the stack); else None."""
     if e.function is not None or e.name not in ("min", "max"):
         return None
     types = {a.type for a in e.args}
