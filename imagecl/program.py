@@ -94,6 +94,11 @@ class Program:
         from the specialisations kept here: once per program, not once per device and size."""
         return lanes.vectorisable(self.info, self.specialised)
 
+    @functools.cached_property
+    def lane_value_count(self) -> int:
+        """codegen/lanes.lane_values of the assignments above, from the same specialisations."""
+        return lanes.lane_values(self.info, self.lane_assignments, self.specialised)
+
     def analysis_for(self, tunables: Mapping[str, int]) -> AccessAnalysis:
         return self.analyses[tuple(sorted((k, int(v)) for k, v in tunables.items()))]
 
@@ -114,7 +119,8 @@ class Program:
         key = (limits, problem_shape)
         cache = self.__dict__.setdefault("_spaces", {})
         if key not in cache:
-            cache[key] = build_space(self.info, limits, problem_shape, self.analyses, self.lane_assignments)
+            cache[key] = build_space(self.info, limits, problem_shape, self.analyses, self.lane_assignments,
+                                     self.lane_value_count)
         return cache[key]
 
     def _check_forced_local_memory(self) -> None:

@@ -129,6 +129,9 @@ class Space:
     # each tile parameter's window: the points a grid point reads of its image (the box of its
     # footprint; 0 where the footprint is not bounded)
     tile_window: dict[str, int] = field(default_factory=dict)
+    # where the space has vector code (vector_x = 2): the most values its body keeps as vectors
+    # (codegen/lanes.lane_values); 0 without vector code
+    lane_values: int = 0
 
     # ---- description -----------------------------------------------------------------------
     @property
@@ -353,10 +356,12 @@ def local_candidates(info: ProgramInfo, analyses: Iterable[AccessAnalysis]) -> l
 
 def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional[tuple[int, ...]] = None,
                 analyses: Optional[Mapping[tuple, AccessAnalysis]] = None,
-                lane_assignments: Optional[list[dict[str, int]]] = None) -> Space:
+                lane_assignments: Optional[list[dict[str, int]]] = None,
+                lane_count: Optional[int] = None) -> Space:
     """The tuning space of `info` on a device with `limits` (and, if known, for a problem size);
-    `analyses`: those of analyses_per_tunables(info), and `lane_assignments`: codegen/lanes.
-    vectorisable(info), when the caller has them already (neither depends on the device)."""
+    `analyses`: those of analyses_per_tunables(info), `lane_assignments`: codegen/lanes.
+    vectorisable(info), and `lane_count`: codegen/lanes.lane_values of those, when the caller has
+    them already (none depends on the device)."""
     dims = info.grid_dims
     if analyses is None:
         analyses = analyses_per_tunables(info)
@@ -493,9 +498,14 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                 f"images of {'x'.join(map(str, shape_xyz))} pixels exceed the device's image size "
                 f"{'x'.join(map(str, bound))}", tuple(image_params),
                 lambda c, ps=image_params: sum((c[p] for p in ps), np.zeros_like(c[ps[0]])) == 0))
+    if not any(p.name == "vector_x" and lanes.LANES in p.values for p in fast_params):
+        lane_count = 0
+    elif lane_count is None:
+        lane_count = lanes.lane_values(info, lane_assignments if lane_assignments is not None
+                                       else lanes.vectorisable(info))
     return Space(params, constraints, limits, defaults,
                  tile_defaults={f"wg_{a}": w for a, w in zip(axes, tile_work_group(dims, limits))}, tiles=tiles,
-                 full_unroll=full_unroll, tile_window=tile_window)
+                 full_unroll=full_unroll, tile_window=tile_window, lane_values=lane_count)
 
 
 def _window(footprint: Any) -> int:

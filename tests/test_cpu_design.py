@@ -147,12 +147,15 @@ def test_cpu_seeds_of_an_imagecl_space_name_the_plain_code_the_study_timed():
         assert space.complete(seed) == seed
 
 
-@pytest.mark.parametrize("key, window", [("conv9", 81), ("conv11", 121), ("median7", 49), ("median5", 25),
-                                         ("sobel", 9)])
-def test_a_wide_window_leads_with_the_first_seed_staged(key, window):
+@pytest.mark.parametrize("key, window, values", [("conv9", 81, 2), ("conv11", 121, 2), ("median7", 49, 322),
+                                                 ("median5", 25, 116), ("median3", 9, 27), ("sobel", 9, 9)])
+def test_a_wide_window_leads_with_the_first_seed_staged(key, window, values):
     """A 2-D program that reads a window of 7x7 or more of its input starts from CPU_SEEDS[0]'s
     shape with the input staged in local memory, then CPU_SEEDS as they are; a narrower window
-    starts from CPU_SEEDS. The window is the footprint's box, counted by the compiler's analysis."""
+    starts from CPU_SEEDS. Before them, a program whose vector code keeps more than
+    MANY_LANE_VALUES values (the medians' selection networks) starts from one run of 16 points a
+    call, staged where the window is wide. The window is the footprint's box and the values the
+    lane analysis's varying symbols, both counted by the compiler."""
     import itertools
 
     import imagecl
@@ -160,18 +163,23 @@ def test_a_wide_window_leads_with_the_first_seed_staged(key, window):
     from imagecl.bench.peer_workloads import all_workloads
     from imagecl.errors import ConfigError
     from imagecl.runtime.devices import select_device
-    from imagecl.tuner.strategies.design import CPU_SEEDS, WIDE_WINDOW, code_shape_seeds
+    from imagecl.tuner.strategies.design import (CPU_SEEDS, MANY_LANE_VALUES, ONE_RUN_SEED, WIDE_WINDOW,
+                                                 code_shape_seeds)
 
     workload = next(w for w in all_workloads() if w.key == key)
     program = imagecl.compile(workload.source, f"<{key}>")
     space = program.space_for(select_device("cpu"), (256, 256))
-    assert max(space.tile_window.values()) == window
+    assert max(space.tile_window.values()) == window and space.lane_values == values
     seeds = code_shape_seeds(_live_problem(space))
     shape = ("vector_x", "px_x", "px_y", "wg_x", "wg_y", "interior")
     studied = [{k: s[k] for k in shape} for s in CPU_SEEDS]
     wide = window >= WIDE_WINDOW
-    assert [{k: s[k] for k in shape} for s in seeds] == ([studied[0]] if wide else []) + studied
-    assert [s["local_input"] for s in seeds] == ([1] if wide else []) + [s["tiles"] for s in CPU_SEEDS]
+    many = values > MANY_LANE_VALUES
+    one_run = {k: ONE_RUN_SEED[k] for k in shape}
+    assert [{k: s[k] for k in shape} for s in seeds] == \
+        ([one_run] if many else []) + ([studied[0]] if wide else []) + studied
+    assert [s["local_input"] for s in seeds] == \
+        ([int(wide)] if many else []) + ([1] if wide else []) + [s["tiles"] for s in CPU_SEEDS]
     # each seed names the compiler's configuration; with some value of the program's own tunables
     # (the median's algorithm) it is valid
     tunables = {p.name: p.values for p in space.parameters if p.family is ch.TUNABLE}

@@ -265,6 +265,22 @@ def lane_signature(params: list[str], values: list[str]) -> tuple[list[str], lis
 MAX_ASSIGNMENTS = 64  # assignments of the tunables checked one by one; beyond, the body as a whole
 
 
+def lane_values(info, assignments: list, specialised=None) -> int:
+    """The most values that vary along x (passes/lanes: one vector each in the lane code) that the
+    kernel body declares, over the tunables' `assignments` whose body runs as lanes: how many
+    vector registers a run of one row wants at once, at most."""
+    from ..passes.lanes import analyse
+    from ..passes.specialise import fold_decided_branches, specialise
+
+    if len(assignments) > MAX_ASSIGNMENTS:  # as vectorisable: the unspecialised body stands for them
+        return len(analyse(info).symbols)
+    most = 0
+    for values in assignments:
+        body = fold_decided_branches(specialised(values) if specialised else specialise(info, values))
+        most = max(most, len(analyse(body).symbols))
+    return most
+
+
 def vectorisable(info, specialised=None) -> list[dict[str, int]]:
     """The assignments of the program's tunables whose kernel body can run as lanes: the body
     specialised for each (by `specialised(values)` where the caller keeps them, else

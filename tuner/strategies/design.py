@@ -54,6 +54,16 @@ CPU_SEEDS = ({"interior": 1, "vector_x": 2, "px_x": 32, "px_y": 4, "wg_x": 1, "w
 # lost much by it (BENCHMARKS.md, issue 23)
 WIDE_WINDOW = 49
 
+# a 2-D program whose vector code keeps more values than this at once (codegen/lanes.lane_values:
+# a median's selection network, 116 for 5x5 and 322 for 7x7, against 2-9 for the convolutions,
+# sobel and harris) starts from one run of 16 points in one row a call: the seeds' 2-8 runs and
+# rows side by side multiply values that already spill the 32 vector registers. On the 2-core
+# EPYC, median 7x7 took 6.8 ms that way (staged) against 16.3 ms at best with the seeds' shapes,
+# median 5x5 3.1 ms (direct) against 4.5 ms; convolution 9x9, one chain of multiply-adds a call,
+# 66 ms against 31.6 (BENCHMARKS.md, issue 23). Staged where the window is wide, as above.
+MANY_LANE_VALUES = 32
+ONE_RUN_SEED = {"interior": 1, "vector_x": 2, "px_x": 16, "px_y": 1, "wg_x": 1, "wg_y": 8}
+
 # the same for a 3-D grid, where every seed stages its input in local memory: the fast path runs
 # only where a work-group's block and its halo lie inside the images, unless the input is staged
 # (then only the tile's fill needs the halo), and at 128^3 a block 32 wide with direct reads
@@ -89,11 +99,15 @@ def code_shape_seeds(problem: Problem) -> list[dict[str, int]]:
 
 def cpu_seeds_2d(space: Any) -> tuple[dict[str, int], ...]:
     """CPU_SEEDS, led by the first seed's shape staged in local memory where the program reads a
-    window of WIDE_WINDOW points or more of an image it may stage."""
+    window of WIDE_WINDOW points or more of an image it may stage, and before that by one run of
+    16 points a call (ONE_RUN_SEED, staged where the window is wide) where its vector code keeps
+    more than MANY_LANE_VALUES values."""
     windows = getattr(space, "tile_window", None) or {}
-    if max(windows.values(), default=0) >= WIDE_WINDOW:
-        return (dict(CPU_SEEDS[0], tiles=1),) + CPU_SEEDS
-    return CPU_SEEDS
+    wide = max(windows.values(), default=0) >= WIDE_WINDOW
+    seeds = ((dict(CPU_SEEDS[0], tiles=1),) if wide else ()) + CPU_SEEDS
+    if (getattr(space, "lane_values", 0) or 0) > MANY_LANE_VALUES:
+        seeds = (dict(ONE_RUN_SEED, tiles=int(wide)),) + seeds
+    return seeds
 
 
 def plain_code(space: Any, tiles: int) -> dict[str, int]:
