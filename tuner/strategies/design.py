@@ -58,8 +58,8 @@ WIDE_WINDOW = 49
 # a median's selection network, 116 for 5x5 and 322 for 7x7, against 2-9 for the convolutions,
 # sobel and harris) starts from one run of 16 points in one row a call: the seeds' 2-8 runs and
 # rows side by side multiply values that already spill the 32 vector registers. On the 2-core
-# EPYC, median 7x7 took 6.8 ms that way (staged) against 16.3 ms at best with the seeds' shapes,
-# median 5x5 3.1 ms (direct) against 4.5 ms; convolution 9x9, one chain of multiply-adds a call,
+# EPYC, median 7x7 took 6.8 ms that way (staged) against 15.4 ms at best with the seeds' shapes,
+# median 5x5 3.1 ms (direct) against 4.1 ms; convolution 9x9, one chain of multiply-adds a call,
 # 66 ms against 31.6 (BENCHMARKS.md, issue 23). Staged where the window is wide, as above.
 MANY_LANE_VALUES = 32
 ONE_RUN_SEED = {"interior": 1, "vector_x": 2, "px_x": 16, "px_y": 1, "wg_x": 1, "wg_y": 8}
