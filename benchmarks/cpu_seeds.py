@@ -17,38 +17,22 @@ run measures first (design.WIDE_WINDOW).
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import platform
 import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
 
 import numpy as np
 
 import imagecl
-from imagecl import choices as ch
 from imagecl.bench.peer_workloads import all_workloads
-from imagecl.errors import ConfigError, ImageCLError
+from imagecl.bench.seed_configs import with_tunables
+from imagecl.errors import ImageCLError
 from imagecl.runtime.devices import device_key, select_device
 from imagecl.runtime.session import Session
 from imagecl.tuner.strategies.design import CPU_SEEDS, plain_code
-
-
-def whole(space: Any, seed: dict) -> Optional[dict]:
-    """`seed` completed by the space, its program's tunables at their first values that make it
-    valid; None where none does."""
-    tunables = {p.name: p.values for p in space.parameters if p.family is ch.TUNABLE}
-    for values in itertools.product(*tunables.values()):
-        try:
-            config = space.complete({**seed, **dict(zip(tunables, values))})
-        except ConfigError:
-            continue
-        if space.valid_mask({k: np.array([v]) for k, v in config.items()})[0]:
-            return config
-    return None
 
 
 def parse_shapes(text: str) -> list[dict]:
@@ -99,7 +83,7 @@ def main(argv=None) -> int:
         print(f"{key} {shape[1]}x{shape[0]} (windows {space.tile_window}):", flush=True)
         for index, shape_of in enumerate(shapes):
             for tiles in (0, 1):
-                config = whole(space, {k: v for k, v in {**plain_code(space, tiles), **shape_of}.items()
+                config = with_tunables(space, {k: v for k, v in {**plain_code(space, tiles), **shape_of}.items()
                                        if k in space.names})
                 row = {"workload": key, "size": list(shape), "seed": index, "shape": shape_of, "staged": tiles,
                        "config": config}

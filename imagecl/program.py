@@ -89,15 +89,20 @@ class Program:
                 for values in assignments(self.info)}
 
     @functools.cached_property
-    def lane_assignments(self) -> list[dict[str, int]]:
-        """The tunables' assignments whose body can run as vector code (codegen/lanes.vectorisable),
-        from the specialisations kept here: once per program, not once per device and size."""
-        return lanes.vectorisable(self.info, self.specialised)
+    def lane_bodies(self) -> list:
+        """The tunables' assignments whose body can run as vector code, each with its lane analysis
+        (codegen/lanes.lane_bodies), from the specialisations kept here: once per program, not
+        once per device and size."""
+        return lanes.lane_bodies(self.info, self.specialised)
 
-    @functools.cached_property
+    @property
+    def lane_assignments(self) -> list[dict[str, int]]:
+        return [values for values, _ in self.lane_bodies]
+
+    @property
     def lane_value_count(self) -> int:
-        """codegen/lanes.lane_values of the assignments above, from the same specialisations."""
-        return lanes.lane_values(self.info, self.lane_assignments, self.specialised)
+        """codegen/lanes.lane_values of those bodies."""
+        return lanes.lane_values(self.lane_bodies)
 
     def analysis_for(self, tunables: Mapping[str, int]) -> AccessAnalysis:
         return self.analyses[tuple(sorted((k, int(v)) for k, v in tunables.items()))]

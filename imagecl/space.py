@@ -360,8 +360,8 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
                 lane_count: Optional[int] = None) -> Space:
     """The tuning space of `info` on a device with `limits` (and, if known, for a problem size);
     `analyses`: those of analyses_per_tunables(info), `lane_assignments`: codegen/lanes.
-    vectorisable(info), and `lane_count`: codegen/lanes.lane_values of those, when the caller has
-    them already (none depends on the device)."""
+    vectorisable(info), and `lane_count`: codegen/lanes.lane_values of its bodies, when the caller
+    has them already (none depends on the device)."""
     dims = info.grid_dims
     if analyses is None:
         analyses = analyses_per_tunables(info)
@@ -501,8 +501,7 @@ def build_space(info: ProgramInfo, limits: DeviceLimits, problem_shape: Optional
     if not any(p.name == "vector_x" and lanes.LANES in p.values for p in fast_params):
         lane_count = 0
     elif lane_count is None:
-        lane_count = lanes.lane_values(info, lane_assignments if lane_assignments is not None
-                                       else lanes.vectorisable(info))
+        lane_count = lanes.lane_values(lanes.lane_bodies(info))
     return Space(params, constraints, limits, defaults,
                  tile_defaults={f"wg_{a}": w for a, w in zip(axes, tile_work_group(dims, limits))}, tiles=tiles,
                  full_unroll=full_unroll, tile_window=tile_window, lane_values=lane_count)

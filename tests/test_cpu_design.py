@@ -156,12 +156,9 @@ def test_a_wide_window_leads_with_the_first_seed_staged(key, window, values):
     MANY_LANE_VALUES values (the medians' selection networks) starts from one run of 16 points a
     call, staged where the window is wide. The window is the footprint's box and the values the
     lane analysis's varying symbols, both counted by the compiler."""
-    import itertools
-
     import imagecl
-    from imagecl import choices as ch
     from imagecl.bench.peer_workloads import all_workloads
-    from imagecl.errors import ConfigError
+    from imagecl.bench.seed_configs import with_tunables
     from imagecl.runtime.devices import select_device
     from imagecl.tuner.strategies.design import (CPU_SEEDS, MANY_LANE_VALUES, ONE_RUN_SEED, WIDE_WINDOW,
                                                  code_shape_seeds)
@@ -182,17 +179,8 @@ def test_a_wide_window_leads_with_the_first_seed_staged(key, window, values):
         ([int(wide)] if many else []) + ([1] if wide else []) + [s["tiles"] for s in CPU_SEEDS]
     # each seed names the compiler's configuration; with some value of the program's own tunables
     # (the median's algorithm) it is valid
-    tunables = {p.name: p.values for p in space.parameters if p.family is ch.TUNABLE}
-
-    def valid(config: dict) -> bool:
-        try:
-            whole = space.complete(config)
-        except ConfigError:
-            return False
-        return bool(space.valid_mask({k: np.array([v]) for k, v in whole.items()})[0])
-
     for seed in seeds:
-        assert any(valid({**seed, **dict(zip(tunables, values))}) for values in itertools.product(*tunables.values())), seed
+        assert with_tunables(space, seed) is not None, seed
 
 
 @pytest.mark.parametrize("key", ["conv3d", "bilateral"])

@@ -265,43 +265,40 @@ def lane_signature(params: list[str], values: list[str]) -> tuple[list[str], lis
 MAX_ASSIGNMENTS = 64  # assignments of the tunables checked one by one; beyond, the body as a whole
 
 
-def lane_values(info, assignments: list, specialised=None) -> int:
-    """The most values that vary along x (passes/lanes: one vector each in the lane code) that the
-    kernel body declares, over the tunables' `assignments` whose body runs as lanes: how many
-    vector registers a run of one row wants at once, at most."""
-    from ..passes.lanes import analyse
-    from ..passes.specialise import fold_decided_branches, specialise
-
-    if len(assignments) > MAX_ASSIGNMENTS:  # as vectorisable: the unspecialised body stands for them
-        return len(analyse(info).symbols)
-    most = 0
-    for values in assignments:
-        body = fold_decided_branches(specialised(values) if specialised else specialise(info, values))
-        most = max(most, len(analyse(body).symbols))
-    return most
-
-
-def vectorisable(info, specialised=None) -> list[dict[str, int]]:
-    """The assignments of the program's tunables whose kernel body can run as lanes: the body
-    specialised for each (by `specialised(values)` where the caller keeps them, else
-    passes/specialise.specialise), with the branches the tunables decide folded (passes/lanes.py
-    says why not). [{}] for a program without tunables that can; [] where none can. Beyond
-    MAX_ASSIGNMENTS, every assignment or none, as the unspecialised body can or not."""
+def lane_bodies(info, specialised=None) -> list[tuple[dict[str, int], Lanes]]:
+    """Each assignment of the program's tunables whose kernel body can run as lanes, with the lane
+    analysis of that body: the body specialised for the assignment (by `specialised(values)`
+    where the caller keeps them, else passes/specialise.specialise), with the branches the
+    tunables decide folded (passes/lanes.py says why not). [({}, ...)] for a program without
+    tunables that can; [] where none can. Beyond MAX_ASSIGNMENTS, every assignment with the
+    unspecialised body's analysis, or none, as that body can run as lanes or not."""
     from ..passes.lanes import NotVectorisable, analyse
     from ..passes.specialise import assignments, fold_decided_branches, specialise
 
     every = assignments(info)
     if len(every) > MAX_ASSIGNMENTS:
         try:
-            analyse(info)
+            whole = analyse(info)
         except NotVectorisable:
             return []
-        return every
+        return [(values, whole) for values in every]
     found = []
     for values in every:
         try:
-            analyse(fold_decided_branches(specialised(values) if specialised else specialise(info, values)))
+            found.append((values, analyse(fold_decided_branches(specialised(values) if specialised
+                                                                else specialise(info, values)))))
         except NotVectorisable:
             continue
-        found.append(values)
     return found
+
+
+def vectorisable(info, specialised=None) -> list[dict[str, int]]:
+    """The assignments of lane_bodies: those whose kernel body can run as lanes."""
+    return [values for values, _ in lane_bodies(info, specialised)]
+
+
+def lane_values(bodies: list[tuple[dict[str, int], Lanes]]) -> int:
+    """The most values that vary along x (passes/lanes: one vector each in the lane code) that one
+    of `bodies` (lane_bodies) declares: how many vector registers a run of one row wants at once,
+    at most. 0 for none."""
+    return max((len(analysis.symbols) for _, analysis in bodies), default=0)
